@@ -1,0 +1,580 @@
+// The command line: parses with CLI11, turns each subcommand's outcome into an exit status,
+// and prints every failure of dsh-confine itself as one `dsh-confine: error: CODE: message`
+// line with status 125. stdout carries only the product (plan, policy, verdict, report).
+#include "app.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/cfg/env.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "../lib/classify.hpp"
+#include "../lib/config.hpp"
+#include "../lib/error.hpp"
+#include "../lib/plan.hpp"
+#include "../lib/policy.hpp"
+#include "../lib/provider.hpp"
+#include "../lib/session.hpp"
+#include "../platform/platform.hpp"
+#include "../platform/posix/process.hpp"
+#include "../platform/posix/state_store.hpp"
+#include "common.hpp"
+#include "verify.hpp"
+#include "version.hpp"
+
+namespace dsh::cli {
+namespace {
+
+std::optional<std::string> env(const char* name) {
+    const char* value = std::getenv(name);
+    if (!value || !*value) return std::nullopt;
+    return std::string(value);
+}
+
+std::string home_relative(const char* xdg, const char* fallback, const char* what) {
+    if (auto base = env(xdg)) return *base + "/dsh-confine";
+    if (auto home = env("HOME")) return *home + "/" + fallback + "/dsh-confine";
+    throw Error(code::State, std::string("neither $") + xdg + " nor $HOME is set: no place for the " + what);
+}
+
+std::string state_dir() {
+    if (auto dir = env("DSH_CONFINE_STATE_DIR")) return *dir;
+    return home_relative("XDG_STATE_HOME", ".local/state", "state directory");
+}
+
+}  // namespace
+
+std::optional<std::string> cache_dir() {
+    try {
+        return home_relative("XDG_CACHE_HOME", ".cache", "probe cache");
+    } catch (const Error&) {
+        return std::nullopt;
+    }
+}
+
+namespace {
+
+std::string now_utc() {
+    const auto now = std::chrono::system_clock::now();
+    const std::time_t seconds = std::chrono::system_clock::to_time_t(now);
+    std::tm parts{};
+    gmtime_r(&seconds, &parts);
+    char text[32];
+    std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &parts);
+    return text;
+}
+
+}  // namespace
+
+std::string current_dir() {
+    std::error_code ec;
+    auto here = std::filesystem::current_path(ec);
+    if (ec) throw Error(code::WorkspaceRoot, "the current directory cannot be read: " + ec.message());
+    return here.string();
+}
+
+namespace {
+
+void add_policy_options(CLI::App& app, PolicyOptions& options, bool with_backend) {
+    app.add_option("--mode", options.mode, "read-only | workspace-write | danger-full-access (an approved explicit mode)");
+    app.add_option("--workspace-root", options.workspaceRoot, "the directory workspace-write may write under (agentless calls)");
+    app.add_option("--session", options.session, "the calling session: its cwd is the root, its log the mode");
+    app.add_option("--config", options.config, "the config file (instead of the lookup order)");
+    if (with_backend) {
+        app.add_option("--backend", options.backend, "force one backend, no chain (bwrap, landlock, ...)");
+        app.add_flag("--require-full", options.requireFull, "refuse a plan whose enforcement is partial");
+    }
+}
+
+}  // namespace
+
+Config load_configuration(const std::string& explicit_file) {
+    ConfigLookup lookup;
+    if (!explicit_file.empty()) lookup.explicitFile = explicit_file;
+    lookup.envFile = env("DSH_CONFINE_CONFIG");
+    if (auto xdg = env("XDG_CONFIG_HOME")) lookup.candidates.push_back(*xdg + "/dsh-confine/config.toml");
+    else if (auto home = env("HOME")) lookup.candidates.push_back(*home + "/.config/dsh-confine/config.toml");
+    lookup.candidates.push_back("/etc/dsh-confine/config.toml");
+    Config config = load_config(lookup);
+    spdlog::debug("config: {}", config.source);
+    return config;
+}
+
+Resolved resolve(const PolicyOptions& options) {
+    Resolved out;
+    out.config = load_configuration(options.config);
+    SandboxPolicyRequest request;
+    if (!options.mode.empty()) {
+        request.mode = parse_sandbox_mode(options.mode);
+        if (!request.mode)
+            throw Error(code::Usage, "unknown mode '" + options.mode +
+                                         "'; modes: read-only, workspace-write, danger-full-access");
+    }
+    if (!options.workspaceRoot.empty()) request.workspaceRoot = options.workspaceRoot;
+    std::optional<SessionPolicyView> view;
+    std::optional<posix::StateDirStorage> storage;
+    if (!options.session.empty()) {
+        require_valid_session_id(options.session);
+        request.sessionId = options.session;
+        storage.emplace(state_dir());
+        Sessions sessions(*storage);
+        SessionState state = [&] {
+            try {
+                return sessions.show(options.session);
+            } catch (const Error& e) {
+                if (e.code() == code::Session && std::string(e.what()).rfind("no session", 0) == 0)
+                    throw Error(code::Session, "unknown session '" + options.session + "' (start it with 'dsh-confine session start')");
+                throw;
+            }
+        }();
+        for (const auto& warning : state.warnings) spdlog::warn("{}", warning);
+        view = SessionPolicyView{state.cwd, state.last_mode()};
+    }
+    out.policy = resolve_policy(request, view, out.config, current_dir());
+    if (storage && out.policy.mode == SandboxMode::WorkspaceWrite) {
+        Sessions sessions(*storage);
+        out.sessionTempDir = sessions.temp_dir(options.session);
+    }
+    return out;
+}
+
+namespace {
+
+std::vector<std::string> chain_for(const PolicyOptions& options, const Config& config) {
+    if (!options.backend.empty()) {
+        const auto& known = known_backend_names();
+        if (std::find(known.begin(), known.end(), options.backend) == known.end()) {
+            std::string message = "unknown backend '" + options.backend + "'";
+            if (auto close = did_you_mean(options.backend, known)) message += " (did you mean '" + *close + "'?)";
+            throw Error(code::Usage, message + "; backends: bwrap, landlock, seatbelt, restricted-token");
+        }
+        return {options.backend};
+    }
+    return config.backends.value_or(platform::default_backend_chain());
+}
+
+struct ProviderParts {
+    std::vector<std::shared_ptr<const Backend>> backends;
+    std::vector<CandidateRejection> foreign;  // names that belong to another system
+    std::optional<posix::FileProbeCache> cache;
+};
+
+ProviderParts build_provider(const std::vector<std::string>& chain, const Config& config) {
+    ProviderParts parts;
+    const std::string cwd = current_dir();
+    for (const auto& name : chain) {
+        if (auto backend = platform::make_backend(name, config, cwd)) parts.backends.push_back(backend);
+        else parts.foreign.push_back({name, "not available on " + platform::system_name()});
+    }
+    if (config.probeCache)
+        if (auto dir = cache_dir()) parts.cache.emplace(*dir);
+    return parts;
+}
+
+void check_program(const std::vector<std::string>& argv, std::string* resolved) {
+    const posix::ProgramLookup found = posix::resolve_program(argv.front());
+    if (found.status == posix::Lookup::NotFound) {
+        std::fprintf(stderr, "dsh-confine: error: COMMAND_NOT_FOUND: %s: not found\n", argv.front().c_str());
+        throw ExitStatus{127};
+    }
+    if (found.status == posix::Lookup::NotExecutable) {
+        std::fprintf(stderr, "dsh-confine: error: COMMAND_NOT_EXECUTABLE: %s: permission denied\n", found.path.c_str());
+        throw ExitStatus{126};
+    }
+    if (resolved) *resolved = found.path;
+}
+
+}  // namespace
+
+void write_out(const std::string& text) {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+}
+
+Planned plan_call(const PolicyOptions& options, const std::vector<std::string>& argv, bool json_errors) {
+    if (argv.empty()) throw Error(code::Usage, "no PROGRAM given (usage: dsh-confine [OPTIONS] [--] PROGRAM [ARG...])");
+    Planned out{resolve(options), {}, std::nullopt};
+    check_program(argv, nullptr);
+    const std::optional<ConfinedSandboxMode> mode = confined(out.resolved.policy.mode);
+    if (!mode) {
+        out.plan = unconfined_plan(out.resolved.policy, argv);
+        return out;
+    }
+    const SandboxPolicy policy{*mode, out.resolved.policy.workspaceRoot, out.resolved.policy.sessionId,
+                               out.resolved.sessionTempDir};
+    ProviderParts parts = build_provider(chain_for(options, out.resolved.config), out.resolved.config);
+    SandboxProvider provider(parts.backends, parts.cache ? &*parts.cache : nullptr, out.resolved.config.probeTimeoutMs);
+    ProviderResult result = provider.confine(argv, policy);
+    if (!result.confined) {
+        std::vector<CandidateRejection> rejected = parts.foreign;
+        rejected.insert(rejected.end(), result.rejected.begin(), result.rejected.end());
+        const std::string message = describe_rejections(rejected);
+        if (json_errors) {
+            nlohmann::ordered_json error;
+            error["error"]["code"] = code::SandboxUnavailable;
+            error["error"]["message"] = message;
+            nlohmann::ordered_json candidates = nlohmann::ordered_json::array();
+            for (const auto& r : rejected) candidates.push_back({{"backend", r.backend}, {"reason", r.reason}});
+            error["error"]["candidates"] = candidates;
+            error["policy"] = policy_json(out.resolved.policy);
+            write_out(error.dump() + "\n");
+        }
+        for (const auto& r : rejected) spdlog::info("backend {}: {}", r.backend, r.reason);
+        throw Error(code::SandboxUnavailable, message);
+    }
+    if (options.requireFull && result.confined->enforcement == SandboxEnforcement::Partial) {
+        std::string gaps;
+        for (const auto& gap : result.confined->enforcementGaps) gaps += (gaps.empty() ? "" : "; ") + gap;
+        throw Error(code::EnforcementPartial, "--require-full: backend " + result.confined->backend +
+                                                  " enforces this policy only partially: " + gaps);
+    }
+    out.confinedPolicy = policy;
+    out.plan = confined_plan(out.resolved.policy, std::move(*result.confined));
+    return out;
+}
+
+namespace {
+
+int run_exec(const PolicyOptions& options, const std::vector<std::string>& argv) {
+    Planned planned = plan_call(options, argv, false);
+    if (!planned.plan.confined) {
+        std::string path;
+        check_program(argv, &path);
+        std::fflush(stdout);
+        posix::exec_argv(path, argv);
+        const int error = errno;
+        std::fprintf(stderr, "dsh-confine: error: COMMAND_NOT_EXECUTABLE: %s: %s\n", argv.front().c_str(), std::strerror(error));
+        return error == ENOENT ? 127 : 126;
+    }
+    spdlog::debug("exec through {}", planned.plan.confined->backend);
+    return platform::exec_plan(*planned.plan.confined, *planned.confinedPolicy, argv);
+}
+
+int run_print(const PolicyOptions& options, const std::string& format, const std::vector<std::string>& argv) {
+    if (format != "json" && format != "shell")
+        throw Error(code::Usage, "--format must be json or shell, not '" + format + "'");
+    Planned planned = plan_call(options, argv, format == "json");
+    write_out(format == "json" ? render_plan_json(planned.plan) : render_plan_shell(planned.plan));
+    return 0;
+}
+
+int run_policy(const PolicyOptions& options) {
+    Resolved resolved = resolve(options);
+    write_out(policy_json(resolved.policy).dump() + "\n");
+    return 0;
+}
+
+int parse_exit_code(const std::string& text) {
+    if (text.empty()) throw Error(code::Usage, "--exit-code needs a number from 0 to 255");
+    std::size_t used = 0;
+    long value = -1;
+    try {
+        value = std::stol(text, &used, 10);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    if (used != text.size() || text.front() == '+' || std::isspace(static_cast<unsigned char>(text.front())))
+        throw Error(code::Usage, "--exit-code '" + text + "' is not a number");
+    if (value < 0 || value > 255) throw Error(code::Usage, "--exit-code " + text + " is out of range (0-255)");
+    return static_cast<int>(value);
+}
+
+std::string read_small_file(const std::string& path, const char* code_name) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw Error(code_name, path + ": cannot be read");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return text;
+}
+
+int run_classify(const std::string& plan_file, const std::string& backend, const std::string& exit_code_text,
+                 const std::string& stderr_file, const std::string& format, const std::string& config_file) {
+    if (plan_file.empty() == backend.empty())
+        throw Error(code::Usage, "classify needs exactly one of --plan FILE or --backend NAME");
+    if (format != "text" && format != "json") throw Error(code::Usage, "--format must be text or json, not '" + format + "'");
+    const int exit_code = parse_exit_code(exit_code_text);
+    Dialect dialect;
+    if (!plan_file.empty()) {
+        dialect = parse_dialect(read_small_file(plan_file, code::Plan), plan_file);
+    } else {
+        const Config config = load_configuration(config_file);
+        auto made = platform::make_backend(backend, config, "/");
+        if (!made) {
+            const auto& known = known_backend_names();
+            if (std::find(known.begin(), known.end(), backend) == known.end()) {
+                std::string message = "unknown backend '" + backend + "'";
+                if (auto close = did_you_mean(backend, known)) message += " (did you mean '" + *close + "'?)";
+                throw Error(code::Usage, message);
+            }
+            throw Error(code::Usage, "backend '" + backend + "' is not available on " + platform::system_name());
+        }
+        dialect = made->dialect();
+    }
+    StreamClassifier classifier(dialect);
+    std::FILE* input = stdin;
+    if (!stderr_file.empty()) {
+        input = std::fopen(stderr_file.c_str(), "rb");
+        if (!input) throw Error(code::Input, stderr_file + ": " + std::strerror(errno));
+    }
+    std::vector<char> buffer(1 << 16);
+    while (true) {
+        const std::size_t n = std::fread(buffer.data(), 1, buffer.size(), input);
+        if (n > 0) classifier.feed(std::string_view(buffer.data(), n));
+        if (n < buffer.size()) {
+            if (std::ferror(input)) throw Error(code::Input, (stderr_file.empty() ? "stdin" : stderr_file) + ": read error");
+            break;
+        }
+    }
+    if (input != stdin) std::fclose(input);
+    const Classification result = classifier.finish(exit_code);
+    write_out(format == "json" ? render_json(result) : render_text(result));
+    return 0;
+}
+
+int run_session(const std::string& action, const std::string& id, const std::string& argument) {
+    posix::StateDirStorage storage(state_dir());
+    Sessions sessions(storage);
+    if (action == "start") {
+        const bool created = sessions.start(id, argument);
+        spdlog::info("session '{}' {}", id, created ? "started" : "already started with this cwd");
+        return 0;
+    }
+    if (action == "mode") {
+        auto mode = parse_sandbox_mode(argument);
+        if (!mode) throw Error(code::Usage, "unknown mode '" + argument + "'; modes: read-only, workspace-write, danger-full-access");
+        sessions.set_mode(id, *mode, now_utc());
+        return 0;
+    }
+    if (action == "show") {
+        SessionState state = sessions.show(id);
+        for (const auto& warning : state.warnings) spdlog::warn("{}", warning);
+        nlohmann::ordered_json out;
+        out["sessionId"] = state.id;
+        out["cwd"] = state.cwd;
+        auto last = state.last_mode();
+        out["mode"] = last ? nlohmann::ordered_json(std::string(to_string(*last))) : nlohmann::ordered_json(nullptr);
+        nlohmann::ordered_json events = nlohmann::ordered_json::array();
+        for (const auto& event : state.events)
+            events.push_back({{"type", "sandbox/mode"}, {"mode", std::string(to_string(event.mode))}, {"at", event.at}});
+        out["events"] = events;
+        write_out(out.dump() + "\n");
+        return 0;
+    }
+    sessions.end(id);
+    return 0;
+}
+
+void setup_logging() {
+    auto logger = spdlog::stderr_color_mt("dsh-confine");
+    logger->set_pattern("dsh-confine: %l: %v");
+    spdlog::set_default_logger(logger);
+    spdlog::set_level(spdlog::level::warn);
+    spdlog::cfg::load_env_levels();
+}
+
+void apply_verbosity(int verbose, const std::string& level) {
+    if (!level.empty()) {
+        const auto parsed = spdlog::level::from_str(level);
+        if (parsed == spdlog::level::off && level != "off")
+            throw Error(code::Usage, "--log-level must be one of trace, debug, info, warn, error, critical, off");
+        spdlog::set_level(parsed);
+    } else if (verbose > 0) {
+        spdlog::set_level(verbose >= 3 ? spdlog::level::trace : verbose == 2 ? spdlog::level::debug : spdlog::level::info);
+    }
+}
+
+// PROGRAM is what follows the first `--`, or what CLI11 left over where parsing stopped at
+// the first word that is not an option (a prefix command). Before a `--`, a word that starts
+// with '-' is an option dsh-confine does not know, not a program name.
+struct CommandLine {
+    std::vector<const char*> front;               // what CLI11 parses
+    std::optional<std::vector<std::string>> tail;  // after the first `--`
+};
+
+CommandLine split_at_dashes(int argc, char** argv) {
+    CommandLine out;
+    for (int i = 0; i < argc; ++i) {
+        if (i > 0 && std::string_view(argv[i]) == "--") {
+            out.tail.emplace(argv + i + 1, argv + argc);
+            break;
+        }
+        out.front.push_back(argv[i]);
+    }
+    return out;
+}
+
+std::vector<std::string> program_words(const CLI::App& app, const CLI::App* sub, const CommandLine& line) {
+    std::vector<std::string> rest = sub ? sub->remaining() : std::vector<std::string>{};
+    for (const auto& word : app.remaining()) rest.push_back(word);
+    if (!rest.empty() && rest.front().size() > 1 && rest.front().front() == '-')
+        throw Error(code::Usage, "unknown option '" + rest.front() + "' (put PROGRAM after '--' if it starts with '-')");
+    if (line.tail) {
+        if (!rest.empty()) rest.push_back("--");  // the `--` belongs to the program's own arguments
+        rest.insert(rest.end(), line.tail->begin(), line.tail->end());
+    }
+    return rest;
+}
+
+const char* kExamples = R"(
+Examples:
+  dsh-confine --mode read-only -- bash -c 'cat /etc/os-release'
+  dsh-confine --mode workspace-write --workspace-root "$PWD" -- make
+  dsh-confine --print --format shell --mode read-only -- ls -la
+  dsh-confine run --mode workspace-write -- npm test
+  dsh-confine classify --backend bwrap --exit-code 1 --stderr err.txt
+  dsh-confine session start s1 --cwd "$PWD" && dsh-confine session mode s1 workspace-write
+  dsh-confine doctor --verify
+Exit status: the command's own; 125 when dsh-confine itself failed (nothing ran);
+126/127 when PROGRAM is not executable / not found.
+)";
+
+}  // namespace
+
+int run(int argc, char** argv) {
+    setup_logging();
+    CLI::App app{"dsh-confine: run an untrusted command under a file-effect policy, and say how completely it is enforced",
+                 "dsh-confine"};
+    app.footer(kExamples);
+    app.set_version_flag("--version", std::string("dsh-confine ") + kVersion);
+    app.prefix_command();
+    int verbose = 0;
+    std::string log_level;
+    app.add_flag("-v,--verbose", verbose, "more log output on stderr (repeat for more)");
+    app.add_option("--log-level", log_level, "trace, debug, info, warn (default), error, critical, off");
+
+    PolicyOptions main_options;
+    add_policy_options(app, main_options, true);
+    bool print = false;
+    std::string format = "json";
+    app.add_flag("--print", print, "print the plan (wrapped argv and facts); run nothing");
+    app.add_option("--format", format, "with --print: json (default) or shell");
+
+    CLI::App* run_cmd = app.add_subcommand("run", "spawn the command confined, pass its output through, attribute the result");
+    PolicyOptions run_options;
+    add_policy_options(*run_cmd, run_options, true);
+    std::string report_file;
+    int report_fd = -1;
+    run_cmd->add_option("--report", report_file, "write the JSON report to FILE");
+    run_cmd->add_option("--report-fd", report_fd, "write the JSON report to file descriptor N");
+    run_cmd->prefix_command();
+
+    CLI::App* policy_cmd = app.add_subcommand("policy", "print the resolved execution policy (JSON)");
+    PolicyOptions policy_options;
+    add_policy_options(*policy_cmd, policy_options, false);
+
+    CLI::App* classify_cmd = app.add_subcommand("classify", "classify a failed run from its stderr and exit code");
+    std::string plan_file, classify_backend, exit_code_text, stderr_file, classify_format = "text", classify_config;
+    classify_cmd->add_option("--plan", plan_file, "a plan printed by --print --format json");
+    classify_cmd->add_option("--backend", classify_backend, "use this backend's dialect instead of a plan");
+    classify_cmd->add_option("--exit-code", exit_code_text, "the run's exit status (0-255)")->required();
+    classify_cmd->add_option("--stderr", stderr_file, "read stderr from FILE (default: stdin)");
+    classify_cmd->add_option("--format", classify_format, "text (default) or json");
+    classify_cmd->add_option("--config", classify_config, "the config file (extra informational lines)");
+    classify_cmd->footer("\nExamples:\n  make 2>err.txt; dsh-confine classify --backend bwrap --exit-code $? --stderr err.txt\n"
+                         "  dsh-confine --print -- make >plan.json; ... | dsh-confine classify --plan plan.json --exit-code 1 --format json\n");
+
+    CLI::App* doctor_cmd = app.add_subcommand("doctor", "backends on this host, probe results, enforcement");
+    DoctorOptions doctor_options;
+    doctor_cmd->add_flag("--json", doctor_options.json, "print JSON");
+    doctor_cmd->add_flag("--verify", doctor_options.verify, "run denied and allowed effects under each usable backend");
+    doctor_cmd->add_option("--config", doctor_options.config, "the config file");
+
+    CLI::App* session_cmd = app.add_subcommand("session", "sessions: an immutable cwd and a log of mode events");
+    session_cmd->require_subcommand(1);
+    std::string session_id, session_arg;
+    CLI::App* start_cmd = session_cmd->add_subcommand("start", "start session ID with its immutable cwd");
+    start_cmd->add_option("ID", session_id)->required();
+    start_cmd->add_option("--cwd", session_arg, "the session's cwd (absolute)")->required();
+    CLI::App* mode_cmd = session_cmd->add_subcommand("mode", "log a sandbox/mode event");
+    mode_cmd->add_option("ID", session_id)->required();
+    mode_cmd->add_option("MODE", session_arg)->required();
+    CLI::App* show_cmd = session_cmd->add_subcommand("show", "print the session (JSON)");
+    show_cmd->add_option("ID", session_id)->required();
+    CLI::App* end_cmd = session_cmd->add_subcommand("end", "end the session and remove what it owns");
+    end_cmd->add_option("ID", session_id)->required();
+    session_cmd->footer("\nExamples:\n  dsh-confine session start s1 --cwd \"$PWD\"\n  dsh-confine session mode s1 workspace-write\n"
+                        "  dsh-confine --session s1 -- make\n  dsh-confine session end s1\n");
+
+    CLI::App* landlock_cmd = app.add_subcommand("landlock-exec", "the Landlock runner a printed Landlock plan invokes");
+    std::string ll_mode, ll_root, ll_temp, ll_base;
+    int ll_status_fd = -1;
+    landlock_cmd->add_option("--mode", ll_mode)->required();
+    landlock_cmd->add_option("--workspace-root", ll_root)->required();
+    landlock_cmd->add_option("--temp-dir", ll_temp);
+    landlock_cmd->add_option("--private-temp-base", ll_base);
+    landlock_cmd->add_option("--status-fd", ll_status_fd);
+    landlock_cmd->prefix_command();
+
+    // The effect helper `doctor --verify` runs confined: not part of the interface.
+    CLI::App* effect_cmd = app.add_subcommand("__effect", "");
+    effect_cmd->group("");
+    effect_cmd->prefix_command();
+
+    const CommandLine line = split_at_dashes(argc, argv);
+    try {
+        app.parse(static_cast<int>(line.front.size()), line.front.data());
+    } catch (const CLI::CallForHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForAllHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForVersion& e) {
+        return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+        const bool runner = landlock_cmd->parsed();
+        std::fprintf(stderr, "dsh-confine: error: %s: %s\n", runner ? code::Landlock : code::Usage, e.what());
+        return 125;
+    }
+
+    try {
+        apply_verbosity(verbose, log_level);
+        if (landlock_cmd->parsed()) {
+            std::vector<std::string> rest;
+            try {
+                rest = program_words(app, landlock_cmd, line);
+            } catch (const Error& e) {
+                std::fprintf(stderr, "dsh-confine: error: LANDLOCK: landlock-exec: %s\n", e.what());
+                return 125;
+            }
+            if (rest.empty()) {
+                std::fprintf(stderr, "dsh-confine: error: LANDLOCK: landlock-exec: no PROGRAM given\n");
+                return 125;
+            }
+            return platform::landlock_exec(ll_mode, ll_root, ll_temp, ll_base, ll_status_fd, rest);
+        }
+        if (effect_cmd->parsed()) return run_effect_helper(program_words(app, effect_cmd, line));
+        if (run_cmd->parsed()) {
+            return run_confined(run_options, program_words(app, run_cmd, line), report_file, report_fd);
+        }
+        if (policy_cmd->parsed()) return run_policy(policy_options);
+        if (classify_cmd->parsed())
+            return run_classify(plan_file, classify_backend, exit_code_text, stderr_file, classify_format, classify_config);
+        if (doctor_cmd->parsed()) return run_doctor(doctor_options);
+        if (session_cmd->parsed()) {
+            const char* action = start_cmd->parsed() ? "start" : mode_cmd->parsed() ? "mode" : show_cmd->parsed() ? "show" : "end";
+            return run_session(action, session_id, session_arg);
+        }
+        const std::vector<std::string> rest = program_words(app, nullptr, line);
+        if (print) return run_print(main_options, format, rest);
+        return run_exec(main_options, rest);
+    } catch (const ExitStatus& status) {
+        return status.code;
+    } catch (const Error& e) {
+        std::fprintf(stderr, "dsh-confine: error: %s: %s\n", e.code().c_str(), e.what());
+        return 125;
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "dsh-confine: error: %s: %s\n", code::Internal, e.what());
+        return 125;
+    }
+}
+
+}  // namespace dsh::cli

@@ -1,0 +1,250 @@
+#include "verify.hpp"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+
+#include <unistd.h>
+
+#include "../platform/posix/effects.hpp"
+#include "../platform/posix/process.hpp"
+#include "../platform/posix/state_store.hpp"
+
+namespace dsh::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Scratch {
+    std::string base;  // under /var/tmp: outside the private /tmp a backend may mount
+    std::string ws;
+    std::string out;
+};
+
+void write_file(const std::string& path, const std::string& content) {
+    std::ofstream(path, std::ios::binary) << content;
+}
+
+Scratch make_scratch() {
+    std::string pattern = "/var/tmp/dsh-confine-verify-XXXXXX";
+    if (!mkdtemp(pattern.data())) {
+        pattern = "/tmp/dsh-confine-verify-XXXXXX";
+        if (!mkdtemp(pattern.data())) return {};
+    }
+    Scratch s{pattern, pattern + "/ws", pattern + "/outside"};
+    fs::create_directories(s.ws);
+    fs::create_directories(s.out + "/dir");
+    for (const char* name : {"file", "victim", "moveme"}) write_file(s.out + "/" + name, "original\n");
+    for (const char* name : {"inside", "inside2", "inside3"}) write_file(s.ws + "/" + name, "inside\n");
+    return s;
+}
+
+void reset_scratch(const Scratch& s) {
+    std::error_code ec;
+    fs::remove_all(s.ws + ".moved", ec);
+    fs::remove_all(s.ws, ec);
+    fs::remove_all(s.out, ec);
+    fs::create_directories(s.ws);
+    fs::create_directories(s.out + "/dir");
+    for (const char* name : {"file", "victim", "moveme"}) write_file(s.out + "/" + name, "original\n");
+    for (const char* name : {"inside", "inside2", "inside3"}) write_file(s.ws + "/" + name, "inside\n");
+}
+
+std::string gap_key(const std::string& gap) { return gap.substr(0, gap.find(':')); }
+
+}  // namespace
+
+int run_effect_helper(const std::vector<std::string>& args) {
+    if (args.empty()) return 2;
+    return posix::perform_effect(args.front(), std::vector<std::string>(args.begin() + 1, args.end()));
+}
+
+VerifyReport verify_backend(const Backend& backend) {
+    VerifyReport report;
+    report.backend = backend.name();
+    const std::string self = posix::self_executable();
+    Scratch s = make_scratch();
+    if (s.base.empty()) {
+        report.overBlocked = true;
+        report.effects.push_back({"scratch", "-", false, false, false, "could not make a scratch directory"});
+        return report;
+    }
+    const std::string other_gid = std::to_string(getegid() == 0 ? 4242 : getegid() + 1);
+    std::string hostname;
+    std::getline(std::ifstream("/proc/sys/kernel/hostname"), hostname);
+
+    struct Effect {
+        std::string name;
+        std::vector<std::string> args;
+        std::string gap;  // which named gap would explain an escape
+    };
+    const std::vector<Effect> denied = {
+        {"create a file outside", {"create", s.out + "/new"}, ""},
+        {"overwrite a file outside", {"write", s.out + "/file"}, ""},
+        {"append to a file outside", {"append", s.out + "/file"}, ""},
+        {"truncate a file outside", {"truncate", s.out + "/file"}, "truncate"},
+        {"fallocate a file outside", {"fallocate", s.out + "/file"}, ""},
+        {"chmod a file outside", {"chmod", s.out + "/file"}, "chmod"},
+        {"chgrp a file outside", {"chgrp", s.out + "/file", other_gid}, "chown"},
+        {"set times of a file outside", {"utimes", s.out + "/file"}, "utimes"},
+        {"set an xattr outside", {"setxattr", s.out + "/file"}, "xattrs"},
+        {"mkdir outside", {"mkdir", s.out + "/newdir"}, ""},
+        {"rmdir outside", {"rmdir", s.out + "/dir"}, ""},
+        {"unlink outside", {"unlink", s.out + "/victim"}, ""},
+        {"rename from outside into the workspace", {"rename", s.out + "/moveme", s.ws + "/moveme"}, ""},
+        {"rename from the workspace to outside", {"rename", s.ws + "/inside", s.out + "/inside"}, ""},
+        {"hard link into outside", {"link", s.ws + "/inside2", s.out + "/hardlink"}, ""},
+        {"symlink outside", {"symlink", s.out + "/symlink"}, ""},
+        {"mkfifo outside", {"mkfifo", s.out + "/fifo"}, ""},
+        {"bind a unix socket outside", {"bind", s.out + "/socket"}, ""},
+        {"mknod outside", {"mknod", s.out + "/null"}, ""},
+        {"rename the workspace root itself", {"rename", s.ws, s.ws + ".moved"}, ""},
+    };
+
+    auto run_confined_effect = [&](ConfinedSandboxMode mode, const std::vector<std::string>& args,
+                                   const posix::Pty* pty) {
+        std::vector<std::string> argv = {self, "__effect"};
+        argv.insert(argv.end(), args.begin(), args.end());
+        SandboxPolicy policy{mode, s.ws, std::nullopt, std::nullopt};
+        Expected<ConfinedArgv> confined = backend.confine(argv, policy);
+        if (!confined) return posix::EffectRun{};
+        return posix::run_effect(confined->argv, pty, 10000);
+    };
+
+    const Expected<ConfinedArgv> sample =
+        backend.confine({self}, SandboxPolicy{ConfinedSandboxMode::WorkspaceWrite, s.ws, std::nullopt, std::nullopt});
+    if (sample) {
+        report.enforcement = sample->enforcement == SandboxEnforcement::Full ? "full" : "partial";
+        report.gaps = sample->enforcementGaps;
+    }
+    auto named = [&](const std::string& key) {
+        for (const auto& gap : report.gaps)
+            if (!key.empty() && gap_key(gap) == key) return true;
+        return false;
+    };
+
+    for (ConfinedSandboxMode mode : {ConfinedSandboxMode::WorkspaceWrite, ConfinedSandboxMode::ReadOnly}) {
+        const std::string mode_name(to_string(mode));
+        for (const Effect& effect : denied) {
+            reset_scratch(s);
+            const std::string before = posix::snapshot_tree(s.base);
+            const posix::EffectRun run = run_confined_effect(mode, effect.args, nullptr);
+            const std::string after = posix::snapshot_tree(s.base);
+            EffectResult result{effect.name, mode_name, true, before == after, false, ""};
+            if (!run.started) result.detail = "could not be started";
+            if (!result.held) {
+                result.namedGap = named(effect.gap);
+                result.detail = result.namedGap ? "got through: a named gap (" + effect.gap + ")" : "got through";
+            }
+            report.effects.push_back(result);
+        }
+        if (mode == ConfinedSandboxMode::ReadOnly) {
+            reset_scratch(s);
+            const std::string before = posix::snapshot_tree(s.base);
+            run_confined_effect(mode, {"create", s.ws + "/new"}, nullptr);
+            report.effects.push_back({"create a file in the workspace (read-only)", mode_name, true,
+                                      before == posix::snapshot_tree(s.base), false, ""});
+        }
+        // Pseudo-filesystems: the current hostname written back (so nothing changes even if
+        // it got through), and a file in the host's /dev/shm.
+        {
+            const posix::EffectRun run = run_confined_effect(mode, {"rewrite", "/proc/sys/kernel/hostname"}, nullptr);
+            std::string now;
+            std::getline(std::ifstream("/proc/sys/kernel/hostname"), now);
+            report.effects.push_back({"write /proc/sys", mode_name, true, run.exitCode != 0 && now == hostname, false,
+                                      run.exitCode == 0 ? "the write was accepted" : ""});
+        }
+        {
+            const std::string shm = "/dev/shm/dsh-confine-verify-" + std::to_string(getpid());
+            run_confined_effect(mode, {"create", shm}, nullptr);
+            const bool held = !fs::exists(shm);
+            std::error_code ec;
+            fs::remove(shm, ec);
+            report.effects.push_back({"create a file in /dev/shm", mode_name, true, held, false, ""});
+        }
+        {
+            posix::Pty pty = posix::open_pty();
+            if (pty.master >= 0) {
+                run_confined_effect(mode, {"tiocsti"}, &pty);
+                const int waiting = posix::pending_input(pty);
+                report.effects.push_back({"push a keystroke into the terminal (TIOCSTI)", mode_name, true, waiting == 0,
+                                          false, waiting > 0 ? "a keystroke was injected" : ""});
+                close(pty.master);
+            }
+        }
+        // The allowed side.
+        struct Allowed {
+            std::string name;
+            std::vector<std::string> args;
+            std::function<bool()> took_place;
+        };
+        std::vector<Allowed> allowed = {
+            {"write /dev/null", {"write", "/dev/null"}, nullptr},
+            {"read the host", {"read", "/etc/passwd"}, nullptr},
+        };
+        if (mode == ConfinedSandboxMode::WorkspaceWrite) {
+            allowed.push_back({"create a file in the workspace", {"create", s.ws + "/made"},
+                               [&] { return fs::exists(s.ws + "/made"); }});
+            allowed.push_back({"chmod in the workspace", {"chmod", s.ws + "/inside3"},
+                               [&] { return (fs::status(s.ws + "/inside3").permissions() & fs::perms::all) == (fs::perms::owner_read | fs::perms::owner_write); }});
+            allowed.push_back({"rename within the workspace", {"rename", s.ws + "/inside", s.ws + "/renamed"},
+                               [&] { return fs::exists(s.ws + "/renamed") && !fs::exists(s.ws + "/inside"); }});
+            allowed.push_back({"a file in the temp area (TMPDIR)", {"tempfile"}, nullptr});
+        }
+        for (const Allowed& effect : allowed) {
+            reset_scratch(s);
+            const posix::EffectRun run = run_confined_effect(mode, effect.args, nullptr);
+            bool held = run.exitCode == 0 && (!effect.took_place || effect.took_place());
+            std::string detail = held ? "" : "refused: " + run.output.substr(0, run.output.find('\n'));
+            report.effects.push_back({effect.name, mode_name, false, held, false, detail});
+        }
+    }
+    std::error_code ec;
+    fs::remove_all(s.base, ec);
+
+    for (const EffectResult& effect : report.effects) {
+        if (effect.shouldHold && !effect.held) {
+            if (report.enforcement == "full") report.fullButEscaped = true;
+            if (!effect.namedGap) report.unnamedEscape = true;
+        }
+        if (!effect.shouldHold && !effect.held) report.overBlocked = true;
+    }
+    return report;
+}
+
+nlohmann::ordered_json verify_json(const VerifyReport& report) {
+    nlohmann::ordered_json out;
+    out["backend"] = report.backend;
+    out["enforcement"] = report.enforcement;
+    out["enforcementGaps"] = report.gaps;
+    nlohmann::ordered_json effects = nlohmann::ordered_json::array();
+    for (const auto& e : report.effects)
+        effects.push_back({{"effect", e.name}, {"mode", e.mode}, {"expected", e.shouldHold ? "denied" : "allowed"},
+                           {"held", e.held}, {"namedGap", e.namedGap}, {"detail", e.detail}});
+    out["effects"] = effects;
+    out["fullButEscaped"] = report.fullButEscaped;
+    out["unnamedEscape"] = report.unnamedEscape;
+    out["overBlocked"] = report.overBlocked;
+    out["ok"] = !report.fullButEscaped && !report.unnamedEscape && !report.overBlocked;
+    return out;
+}
+
+std::string render_verify_text(const nlohmann::ordered_json& reports) {
+    std::string text;
+    for (const auto& report : reports) {
+        text += "\nverify " + report["backend"].get<std::string>() + " (" + report["enforcement"].get<std::string>() + "): " +
+                (report["ok"].get<bool>() ? "ok" : "FAILED") + "\n";
+        for (const auto& e : report["effects"]) {
+            const bool held = e["held"].get<bool>();
+            std::string mark = held ? "held" : (e["namedGap"].get<bool>() ? "gap " : "FAIL");
+            text += "  [" + mark + "] " + e["mode"].get<std::string>() + ": " + e["expected"].get<std::string>() + ": " +
+                    e["effect"].get<std::string>();
+            if (!e["detail"].get<std::string>().empty()) text += " (" + e["detail"].get<std::string>() + ")";
+            text += "\n";
+        }
+    }
+    return text;
+}
+
+}  // namespace dsh::cli

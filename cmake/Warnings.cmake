@@ -1,0 +1,10 @@
+# INTERFACE targets that carry build policy: warnings (errors in CI) and sanitizers.
+add_library(dsh_warnings INTERFACE)
+target_compile_options(dsh_warnings INTERFACE -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor)
+if(DSH_WERROR)
+  target_compile_options(dsh_warnings INTERFACE -Werror)
+endif()
+if(DSH_SANITIZE)
+  add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+  add_link_options(-fsanitize=address,undefined)
+endif()

@@ -1,0 +1,277 @@
+#include "config.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <toml++/toml.h>
+
+#include "error.hpp"
+
+namespace dsh {
+namespace {
+
+std::string position(const std::string& file, const toml::source_region& where) {
+    return file + ":" + std::to_string(where.begin.line) + ":" + std::to_string(where.begin.column);
+}
+
+[[noreturn]] void config_error(const std::string& file, const toml::source_region& where,
+                               const std::string& message) {
+    throw Error(code::Config, position(file, where) + ": " + message);
+}
+
+std::string join(const std::vector<std::string>& items) {
+    std::string out;
+    for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
+    return out;
+}
+
+std::string_view type_name(toml::node_type type) {
+    switch (type) {
+        case toml::node_type::table: return "a table";
+        case toml::node_type::array: return "an array";
+        case toml::node_type::string: return "a string";
+        case toml::node_type::integer: return "an integer";
+        case toml::node_type::floating_point: return "a float";
+        case toml::node_type::boolean: return "a boolean";
+        case toml::node_type::date: return "a date";
+        case toml::node_type::time: return "a time";
+        case toml::node_type::date_time: return "a date-time";
+        default: return "nothing";
+    }
+}
+
+// Walks one table, rejecting keys it does not know.
+class TableReader {
+public:
+    TableReader(const std::string& file, const toml::table& table, std::string name,
+                std::vector<std::string> known)
+        : file_(file), table_(table), name_(std::move(name)), known_(std::move(known)) {
+        for (auto&& [key, node] : table_) {
+            const std::string k(key.str());
+            if (std::find(known_.begin(), known_.end(), k) != known_.end()) continue;
+            std::string message = "unknown key '" + k + "' in " + name_;
+            if (auto close = did_you_mean(k, known_)) message += " (did you mean '" + *close + "'?)";
+            message += "; known keys: " + join(known_);
+            config_error(file_, key.source(), message);
+        }
+    }
+
+    const toml::node* find(std::string_view key) const { return table_.get(key); }
+
+    [[noreturn]] void wrong_type(std::string_view key, const toml::node& node,
+                                 std::string_view expected) const {
+        config_error(file_, node.source(),
+                     std::string(name_) + " " + std::string(key) + " must be " +
+                         std::string(expected) + ", not " + std::string(type_name(node.type())));
+    }
+
+    [[noreturn]] void bad_value(const toml::node& node, const std::string& message) const {
+        config_error(file_, node.source(), message);
+    }
+
+    std::optional<std::string> string(std::string_view key) const {
+        const toml::node* node = find(key);
+        if (!node) return std::nullopt;
+        if (!node->is_string()) wrong_type(key, *node, "a string");
+        return *node->value<std::string>();
+    }
+
+    std::optional<bool> boolean(std::string_view key) const {
+        const toml::node* node = find(key);
+        if (!node) return std::nullopt;
+        if (!node->is_boolean()) wrong_type(key, *node, "a boolean");
+        return *node->value<bool>();
+    }
+
+    std::optional<std::int64_t> integer(std::string_view key) const {
+        const toml::node* node = find(key);
+        if (!node) return std::nullopt;
+        if (!node->is_integer()) wrong_type(key, *node, "an integer");
+        return *node->value<std::int64_t>();
+    }
+
+    std::optional<std::vector<std::string>> strings(std::string_view key) const {
+        const toml::node* node = find(key);
+        if (!node) return std::nullopt;
+        const toml::array* array = node->as_array();
+        if (!array) wrong_type(key, *node, "an array of strings");
+        std::vector<std::string> out;
+        for (const toml::node& item : *array) {
+            if (!item.is_string()) wrong_type(key, item, "an array of strings");
+            out.push_back(*item.value<std::string>());
+        }
+        return out;
+    }
+
+    const toml::table* table(std::string_view key) const {
+        const toml::node* node = find(key);
+        if (!node) return nullptr;
+        if (!node->is_table()) wrong_type(key, *node, "a table");
+        return node->as_table();
+    }
+
+    const std::string& file() const { return file_; }
+
+private:
+    const std::string& file_;
+    const toml::table& table_;
+    std::string name_;
+    std::vector<std::string> known_;
+};
+
+void read_backend(const TableReader& backends, const std::string& name, BackendConfig& out,
+                  bool has_path) {
+    const toml::table* table = backends.table(name);
+    if (!table) return;
+    std::vector<std::string> known = {"informational_lines"};
+    if (has_path) known.insert(known.begin(), "path");
+    TableReader reader(backends.file(), *table, "[backend." + name + "]", known);
+    if (has_path) {
+        if (auto path = reader.string("path")) {
+            if (path->empty() || path->front() != '/')
+                reader.bad_value(*reader.find("path"),
+                                 "[backend." + name + "] path must be an absolute path");
+            out.path = *path;
+        }
+    }
+    if (auto lines = reader.strings("informational_lines")) {
+        for (const auto& line : *lines)
+            if (line.empty())
+                reader.bad_value(*reader.find("informational_lines"),
+                                 "[backend." + name + "] informational_lines must not contain an empty line");
+        out.informationalLines = *lines;
+    }
+}
+
+std::string read_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw Error(code::Config, path + ": cannot be read");
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+}  // namespace
+
+const std::vector<std::string>& known_backend_names() {
+    static const std::vector<std::string> names = {"bwrap", "landlock", "seatbelt", "restricted-token"};
+    return names;
+}
+
+const BackendConfig& Config::backend(std::string_view name) const {
+    if (name == "bwrap") return bwrap;
+    if (name == "landlock") return landlock;
+    if (name == "seatbelt") return seatbelt;
+    return restrictedToken;
+}
+
+std::optional<std::string> did_you_mean(std::string_view word, const std::vector<std::string>& known) {
+    std::optional<std::string> best;
+    std::size_t best_distance = 0;
+    for (const auto& candidate : known) {
+        // Levenshtein distance, one row at a time.
+        std::vector<std::size_t> row(candidate.size() + 1);
+        for (std::size_t j = 0; j <= candidate.size(); ++j) row[j] = j;
+        for (std::size_t i = 1; i <= word.size(); ++i) {
+            std::size_t diagonal = row[0];
+            row[0] = i;
+            for (std::size_t j = 1; j <= candidate.size(); ++j) {
+                const std::size_t up = row[j];
+                const bool same = word[i - 1] == candidate[j - 1];
+                row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (same ? 0 : 1)});
+                diagonal = up;
+            }
+        }
+        const std::size_t distance = row[candidate.size()];
+        if (!best || distance < best_distance) {
+            best = candidate;
+            best_distance = distance;
+        }
+    }
+    const std::size_t limit = std::max<std::size_t>(2, word.size() / 3);
+    if (best && best_distance <= limit && best_distance < word.size()) return best;
+    return std::nullopt;
+}
+
+Config parse_config(std::string_view text, const std::string& source) {
+    toml::table root;
+    try {
+        root = toml::parse(text, source);
+    } catch (const toml::parse_error& e) {
+        config_error(source, e.source(), std::string(e.description()));
+    }
+
+    Config config;
+    config.source = source;
+    TableReader top(source, root, "the top level", {"sandbox", "provider", "backend"});
+
+    if (const toml::table* sandbox = top.table("sandbox")) {
+        TableReader reader(source, *sandbox, "[sandbox]", {"default_mode", "workspace_root"});
+        if (auto mode = reader.string("default_mode")) {
+            config.defaultMode = parse_sandbox_mode(*mode);
+            if (!config.defaultMode)
+                reader.bad_value(*reader.find("default_mode"),
+                                 "[sandbox] default_mode '" + *mode +
+                                     "' is not a mode; modes: read-only, workspace-write, danger-full-access");
+        }
+        if (auto root_dir = reader.string("workspace_root")) {
+            if (root_dir->empty() || root_dir->front() != '/')
+                reader.bad_value(*reader.find("workspace_root"),
+                                 "[sandbox] workspace_root must be an absolute path");
+            config.workspaceRoot = *root_dir;
+        }
+    }
+
+    if (const toml::table* provider = top.table("provider")) {
+        TableReader reader(source, *provider, "[provider]", {"backends", "probe_timeout_ms", "probe_cache"});
+        if (auto chain = reader.strings("backends")) {
+            const toml::node& node = *reader.find("backends");
+            if (chain->empty()) reader.bad_value(node, "[provider] backends must name at least one backend");
+            for (const auto& name : *chain) {
+                const auto& known = known_backend_names();
+                if (std::find(known.begin(), known.end(), name) != known.end()) continue;
+                std::string message = "[provider] backends: unknown backend '" + name + "'";
+                if (auto close = did_you_mean(name, known)) message += " (did you mean '" + *close + "'?)";
+                reader.bad_value(node, message + "; backends: " + join(known));
+            }
+            config.backends = *chain;
+        }
+        if (auto timeout = reader.integer("probe_timeout_ms")) {
+            if (*timeout < 1 || *timeout > 600000)
+                reader.bad_value(*reader.find("probe_timeout_ms"),
+                                 "[provider] probe_timeout_ms must be between 1 and 600000");
+            config.probeTimeoutMs = static_cast<int>(*timeout);
+        }
+        if (auto cache = reader.boolean("probe_cache")) config.probeCache = *cache;
+    }
+
+    if (const toml::table* backend = top.table("backend")) {
+        TableReader reader(source, *backend, "[backend]", known_backend_names());
+        read_backend(reader, "bwrap", config.bwrap, true);
+        read_backend(reader, "landlock", config.landlock, false);
+        read_backend(reader, "seatbelt", config.seatbelt, true);
+        read_backend(reader, "restricted-token", config.restrictedToken, false);
+    }
+    return config;
+}
+
+Config load_config(const ConfigLookup& lookup) {
+    namespace fs = std::filesystem;
+    auto load_required = [](const std::string& path, const char* what) {
+        std::error_code ec;
+        if (!fs::exists(path, ec)) throw Error(code::Config, path + ": no such config file (from " + what + ")");
+        if (fs::is_directory(path, ec)) throw Error(code::Config, path + ": is a directory, not a config file");
+        return parse_config(read_file(path), path);
+    };
+    if (lookup.explicitFile) return load_required(*lookup.explicitFile, "--config");
+    if (lookup.envFile) return load_required(*lookup.envFile, "DSH_CONFINE_CONFIG");
+    for (const auto& candidate : lookup.candidates) {
+        std::error_code ec;
+        if (fs::is_regular_file(candidate, ec)) return parse_config(read_file(candidate), candidate);
+    }
+    return Config{};
+}
+
+}  // namespace dsh

@@ -1,0 +1,62 @@
+#include "policy.hpp"
+
+#include <cerrno>
+#include <filesystem>
+#include <system_error>
+
+#include "error.hpp"
+
+namespace dsh {
+
+std::string canonical_directory(const std::string& path, const std::string& what) {
+    namespace fs = std::filesystem;
+    const std::string shown = what + " '" + path + "'";
+    if (path.empty() || path.front() != '/') throw Error(code::WorkspaceRoot, shown + " is not an absolute path");
+    std::error_code ec;
+    fs::path resolved = fs::canonical(path, ec);
+    if (ec) {
+        if (ec == std::errc::too_many_symbolic_link_levels)
+            throw Error(code::WorkspaceRoot, shown + " is a symlink loop");
+        std::error_code lec;
+        if (ec == std::errc::no_such_file_or_directory && fs::is_symlink(fs::symlink_status(path, lec)))
+            throw Error(code::WorkspaceRoot, shown + " is a dangling symlink");
+        if (ec == std::errc::no_such_file_or_directory)
+            throw Error(code::WorkspaceRoot, shown + " does not exist");
+        if (ec == std::errc::not_a_directory)
+            throw Error(code::WorkspaceRoot, shown + " has a component that is not a directory");
+        throw Error(code::WorkspaceRoot, shown + " cannot be resolved: " + ec.message());
+    }
+    if (!fs::is_directory(resolved, ec)) throw Error(code::WorkspaceRoot, shown + " is not a directory");
+    return resolved.string();
+}
+
+SandboxExecutionPolicy resolve_policy(const SandboxPolicyRequest& request,
+                                      const std::optional<SessionPolicyView>& session,
+                                      const Config& config, const std::string& process_cwd) {
+    SandboxExecutionPolicy policy;
+    if (request.mode) policy.mode = *request.mode;
+    else if (session && session->lastMode) policy.mode = *session->lastMode;
+    else if (config.defaultMode) policy.mode = *config.defaultMode;
+    else policy.mode = SandboxMode::ReadOnly;
+
+    if (session) {
+        policy.workspaceRoot = canonical_directory(session->cwd, "the session's cwd");
+        if (request.workspaceRoot) {
+            const std::string given = canonical_directory(*request.workspaceRoot, "--workspace-root");
+            if (given != policy.workspaceRoot)
+                throw Error(code::WorkspaceRoot, "--workspace-root '" + given + "' contradicts session '" +
+                                                     request.sessionId.value_or("") + "' whose cwd is '" +
+                                                     policy.workspaceRoot + "'");
+        }
+    } else if (request.workspaceRoot) {
+        policy.workspaceRoot = canonical_directory(*request.workspaceRoot, "--workspace-root");
+    } else if (config.workspaceRoot) {
+        policy.workspaceRoot = canonical_directory(*config.workspaceRoot, config.source + ": [sandbox] workspace_root");
+    } else {
+        policy.workspaceRoot = canonical_directory(process_cwd, "the current directory");
+    }
+    policy.sessionId = request.sessionId;
+    return policy;
+}
+
+}  // namespace dsh

@@ -1,0 +1,37 @@
+// Policy resolution: the one place that decides mode and workspace root for a call, with
+// the contract's precedence, so no subcommand repeats it.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "config.hpp"
+#include "types.hpp"
+
+namespace dsh {
+
+struct SandboxPolicyRequest {
+    std::optional<SandboxMode> mode;            // --mode: an approved explicit mode
+    std::optional<std::string> workspaceRoot;   // --workspace-root: agentless calls
+    std::optional<std::string> sessionId;
+};
+
+// What a session contributes: its immutable cwd and the last mode it logged.
+struct SessionPolicyView {
+    std::string cwd;
+    std::optional<SandboxMode> lastMode;
+};
+
+// mode: request > session's last event > config default > read-only.
+// root: session cwd > request root (an error when it contradicts the session) > config >
+// the process's cwd. The root is canonicalized with filesystem semantics.
+SandboxExecutionPolicy resolve_policy(const SandboxPolicyRequest& request,
+                                      const std::optional<SessionPolicyView>& session,
+                                      const Config& config, const std::string& process_cwd);
+
+// realpath semantics: symlinks resolved before `..`, so `link/..` is the physical parent of
+// the link's target. The path must be absolute, exist, and be a directory. `what` names the
+// path's origin in messages.
+std::string canonical_directory(const std::string& path, const std::string& what);
+
+}  // namespace dsh

@@ -1,0 +1,81 @@
+// Sessions: an immutable canonical cwd and an append-only log of `sandbox/mode` events.
+// This file holds the rules (ID syntax, event encoding, how a log is read back); the bytes on
+// disk go through SessionStorage, which platform/ implements with the care concurrency and a
+// hostile state directory need, and which tests replace with a fake.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "types.hpp"
+
+namespace dsh {
+
+// `[A-Za-z0-9._-]{1,128}`, never `.` or `..`.
+bool valid_session_id(std::string_view id);
+void require_valid_session_id(std::string_view id);
+
+struct SessionEvent {
+    SandboxMode mode;
+    std::string at;  // when it was logged, UTC, ISO 8601
+};
+
+// One complete log line, newline included.
+std::string encode_mode_event(SandboxMode mode, const std::string& at);
+
+struct ParsedLog {
+    std::vector<SessionEvent> events;
+    std::vector<std::string> warnings;  // e.g. a torn last line skipped
+};
+
+// A torn last line (no newline: a crash mid-append) is skipped with a warning; a damaged
+// line before it is an error, since skipping it could silently widen the session's mode.
+ParsedLog parse_session_log(std::string_view content, const std::string& id);
+
+std::string encode_session_record(const std::string& id, const std::string& cwd);
+std::string decode_session_cwd(std::string_view record, const std::string& id);
+
+// The raw storage of sessions. Implementations make create_record atomic and exclusive, make
+// append_log atomic with respect to concurrent appenders, and never follow a planted symlink.
+class SessionStorage {
+public:
+    virtual ~SessionStorage() = default;
+    virtual std::optional<std::string> read_record(const std::string& id) = 0;
+    // false when a record already exists (nothing is changed then)
+    virtual bool create_record(const std::string& id, const std::string& content) = 0;
+    virtual std::optional<std::string> read_log(const std::string& id) = 0;
+    virtual void append_log(const std::string& id, const std::string& line) = 0;
+    // false when there was no such session
+    virtual bool remove(const std::string& id) = 0;
+    // The session's private temp area (0700), created on first use.
+    virtual std::string temp_dir(const std::string& id) = 0;
+};
+
+struct SessionState {
+    std::string id;
+    std::string cwd;
+    std::vector<SessionEvent> events;
+    std::vector<std::string> warnings;
+
+    std::optional<SandboxMode> last_mode() const;
+};
+
+class Sessions {
+public:
+    explicit Sessions(SessionStorage& storage) : storage_(storage) {}
+
+    // Records the canonical cwd. Starting again with the same cwd is a no-op; with another,
+    // an error. Returns false for the no-op.
+    bool start(const std::string& id, const std::string& cwd);
+    void set_mode(const std::string& id, SandboxMode mode, const std::string& at);
+    SessionState show(const std::string& id);
+    void end(const std::string& id);
+    std::string temp_dir(const std::string& id);
+
+private:
+    SessionStorage& storage_;
+};
+
+}  // namespace dsh

@@ -1,0 +1,38 @@
+#include "types.hpp"
+
+namespace dsh {
+
+std::string_view to_string(SandboxMode mode) {
+    switch (mode) {
+        case SandboxMode::ReadOnly: return "read-only";
+        case SandboxMode::WorkspaceWrite: return "workspace-write";
+        case SandboxMode::DangerFullAccess: return "danger-full-access";
+    }
+    return "read-only";
+}
+
+std::string_view to_string(ConfinedSandboxMode mode) {
+    return mode == ConfinedSandboxMode::ReadOnly ? "read-only" : "workspace-write";
+}
+
+std::string_view to_string(SandboxEnforcement enforcement) {
+    return enforcement == SandboxEnforcement::Full ? "full" : "partial";
+}
+
+std::optional<SandboxMode> parse_sandbox_mode(std::string_view text) {
+    if (text == "read-only") return SandboxMode::ReadOnly;
+    if (text == "workspace-write") return SandboxMode::WorkspaceWrite;
+    if (text == "danger-full-access") return SandboxMode::DangerFullAccess;
+    return std::nullopt;
+}
+
+std::optional<ConfinedSandboxMode> confined(SandboxMode mode) {
+    switch (mode) {
+        case SandboxMode::ReadOnly: return ConfinedSandboxMode::ReadOnly;
+        case SandboxMode::WorkspaceWrite: return ConfinedSandboxMode::WorkspaceWrite;
+        case SandboxMode::DangerFullAccess: return std::nullopt;
+    }
+    return std::nullopt;
+}
+
+}  // namespace dsh

@@ -1,0 +1,90 @@
+// The vocabulary of dsh-confine, with the seed's names (seed/process-sandbox.md): modes,
+// enforcement, per-call policies, runner-failure rules and the confined argv a backend returns.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dsh {
+
+// File-effect policy. Network and process visibility are outside this vocabulary.
+enum class SandboxMode { ReadOnly, WorkspaceWrite, DangerFullAccess };
+
+// The modes a SandboxPolicy can carry: only these reach a backend.
+enum class ConfinedSandboxMode { ReadOnly, WorkspaceWrite };
+
+enum class SandboxEnforcement { Full, Partial };
+
+std::string_view to_string(SandboxMode mode);
+std::string_view to_string(ConfinedSandboxMode mode);
+std::string_view to_string(SandboxEnforcement enforcement);
+std::optional<SandboxMode> parse_sandbox_mode(std::string_view text);
+std::optional<ConfinedSandboxMode> confined(SandboxMode mode);
+
+// The complete policy resolved for one call; the root is carried even when the mode
+// does not use it, so a caller resolves once before choosing the enforcement path.
+struct SandboxExecutionPolicy {
+    SandboxMode mode = SandboxMode::ReadOnly;
+    std::string workspaceRoot;  // absolute and canonical
+    std::optional<std::string> sessionId;
+
+    bool operator==(const SandboxExecutionPolicy&) const = default;
+};
+
+// What one confined execution may touch, carried per call.
+struct SandboxPolicy {
+    ConfinedSandboxMode mode = ConfinedSandboxMode::ReadOnly;
+    std::string workspaceRoot;
+    std::optional<std::string> sessionId;
+    // Where the session's private temp area lives, when the call has a session. Derived by the
+    // caller from the state directory, so backends need not know where state is kept.
+    std::optional<std::string> sessionTempDir;
+
+    bool operator==(const SandboxPolicy&) const = default;
+};
+
+// Evidence that a runner failed before executing the command.
+struct RunnerFailureRule {
+    std::optional<std::vector<int>> allowedExitCodes;  // absent: any nonzero exit
+    std::vector<std::string> fatalSignatures;          // non-empty, each non-empty
+    std::vector<std::string> informationalLines;       // removed by whole-line equality first
+
+    bool operator==(const RunnerFailureRule&) const = default;
+};
+
+// A backend's classification dialect: the rules that come with its argv.
+struct Dialect {
+    std::vector<std::string> denialSignatures;
+    std::vector<RunnerFailureRule> runnerFailureRules;
+
+    bool operator==(const Dialect&) const = default;
+};
+
+// What a backend's confine() gives: the argv to spawn instead of the caller's, and the facts.
+struct ConfinedArgv {
+    std::vector<std::string> argv;
+    std::string backend;
+    SandboxEnforcement enforcement = SandboxEnforcement::Full;
+    std::vector<std::string> enforcementGaps;  // empty exactly when enforcement is Full
+    std::vector<std::string> denialSignatures;
+    std::vector<RunnerFailureRule> runnerFailureRules;
+    std::vector<std::string> writableRoots;  // every path the command can write, as it sees it
+
+    bool operator==(const ConfinedArgv&) const = default;
+};
+
+}  // namespace dsh
+
+namespace dsh {
+
+// The device sinks a POSIX shell and its tools write to; both Linux backends (and Seatbelt)
+// keep exactly these writable in every confined mode, and list them in writableRoots.
+inline const std::vector<std::string>& posix_shell_sinks() {
+    static const std::vector<std::string> sinks = {"/dev/full", "/dev/null", "/dev/random",
+                                                   "/dev/tty",  "/dev/urandom", "/dev/zero"};
+    return sinks;
+}
+
+}  // namespace dsh

@@ -1,0 +1,124 @@
+#include "bwrap_argv.hpp"
+
+namespace dsh::bwrap {
+
+std::vector<std::string> build_argv(const Layout& layout, const std::vector<std::string>& argv,
+                                    const SandboxPolicy& policy) {
+    std::vector<std::string> out = {layout.runner, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"};
+    const bool writes = policy.mode == ConfinedSandboxMode::WorkspaceWrite;
+    if (writes) {
+        if (policy.sessionTempDir) out.insert(out.end(), {"--bind", *policy.sessionTempDir, "/tmp"});
+        else out.insert(out.end(), {"--tmpfs", "/tmp"});
+        out.insert(out.end(), {"--bind", policy.workspaceRoot, policy.workspaceRoot});
+    }
+    out.insert(out.end(), {"--remount-ro", "/dev", "--remount-ro", "/proc", "--unshare-pid", "--new-session",
+                           "--die-with-parent", "--cap-drop", "ALL"});
+    if (writes) out.insert(out.end(), {"--setenv", "TMPDIR", "/tmp"});
+    out.insert(out.end(), {"--chdir", layout.cwd, "--"});
+    out.insert(out.end(), argv.begin(), argv.end());
+    return out;
+}
+
+std::vector<std::string> writable_roots(const SandboxPolicy& policy) {
+    std::vector<std::string> roots;
+    if (policy.mode == ConfinedSandboxMode::WorkspaceWrite) {
+        roots.push_back(policy.workspaceRoot);
+        roots.push_back("/tmp");
+    }
+    for (const auto& sink : posix_shell_sinks()) roots.push_back(sink);
+    roots.push_back("/dev/pts");  // a private devpts instance: new ptys, none of the host's
+    return roots;
+}
+
+Dialect dialect(const std::vector<std::string>& extra_informational_lines) {
+    Dialect out;
+    out.denialSignatures = {"read-only file system"};
+    RunnerFailureRule rule;
+    rule.allowedExitCodes = std::vector<int>{1};
+    // From bubblewrap's die() calls (0.1 to 0.13), each with the "bwrap: " prefix every
+    // release since 0.2.1 prints; older and newer spellings side by side.
+    rule.fatalSignatures = {
+        "bwrap: No permissions to creating new namespace",  // <= 0.11.0
+        "bwrap: No permissions to create a new namespace",  // >= 0.11.1
+        "bwrap: Creating new namespace failed",
+        "bwrap: setting up uid map",
+        "bwrap: setting up gid map",
+        "bwrap: error writing to setgroups",
+        "bwrap: unshare user ns",
+        "bwrap: unshare pid ns",
+        "bwrap: Joining the specified user namespace failed",
+        "bwrap: Joining specified user namespace failed",
+        "bwrap: Setting userns2 failed",
+        "bwrap: Setting pidns failed",
+        "bwrap: Cannot create new cgroup namespace",
+        "bwrap: cannot open /proc/sys/user/max_user_namespaces",
+        "bwrap: sysctl user.max_user_namespaces",
+        "bwrap: creation of new user namespaces was not disabled",
+        "bwrap: loopback: Failed",
+        "bwrap: Failed to make / slave",
+        "bwrap: Failed to mount tmpfs",
+        "bwrap: Failed to make old root rprivate",
+        "bwrap: setting up newroot bind",
+        "bwrap: Creating newroot failed",
+        "bwrap: Creating oldroot failed",
+        "bwrap: pivot_root",
+        "bwrap: chdir / (base path)",
+        "bwrap: chhdir / (base path)",  // 0.1.x
+        "bwrap: unmount old root",
+        "bwrap: umount old root",
+        "bwrap: Can't mount proc on",
+        "bwrap: Can't mount tmpfs on",
+        "bwrap: Can't mount devpts on",
+        "bwrap: Can't mount mqueue on",
+        "bwrap: Can't find source path",
+        "bwrap: Can't get type of source",
+        "bwrap: Can't mkdir parents for",
+        "bwrap: Can't mkdir",
+        "bwrap: Can't create file at",
+        "bwrap: Can't make symlink at",
+        "bwrap: Can't chmod",
+        "bwrap: Can't access",
+        "bwrap: Can't set hostname",
+        "bwrap: Can't bind mount",
+        "bwrap: Can't remount readonly on",
+        "bwrap: Can't make overlay mount",
+        "bwrap: Can't open /proc",
+        "bwrap: Can't read /proc/sys/kernel/overflowuid",
+        "bwrap: Can't chdir to",
+        "bwrap: Can't read pid from socket",
+        "bwrap: Cant read pid from socket",  // older spelling
+        "bwrap: Unknown option",
+        "bwrap: Invalid fd:",
+        "bwrap: Invalid uid:",
+        "bwrap: Invalid gid:",
+        "bwrap: Specifying --uid requires",
+        "bwrap: Specifying --gid requires",
+        "bwrap: Specifying --hostname requires",
+        "bwrap: --disable-userns requires",
+        "bwrap: --userns not compatible",
+        "bwrap: prctl(PR_SET_NO_NEW_PRIVS) failed",
+        "bwrap: Unexpected capabilities but not setuid",
+        "bwrap: capset failed",
+        "bwrap: setsid",
+        "bwrap: label_exec",
+        "bwrap: Unable to set up system call filtering",
+        "bwrap: prctl(PR_SET_SECCOMP)",
+        "bwrap: Invalid seccomp data",
+        "bwrap: Invalide seccomp data",  // 0.1.x
+        "bwrap: Unable to open lock file",
+        "bwrap: Unable to lock file",
+        "bwrap: Unknown capability",
+        "bwrap: Invalid capability",
+    };
+    // bubblewrap's warnings: benign, even where a fatal signature would match them.
+    for (const char* option : {"--chdir", "--exec-label", "--file-label", "--sync-fd", "--block-fd",
+                               "--userns-block-fd", "--info-fd", "--json-status-fd", "--seccomp", "--userns",
+                               "--userns2", "--pidns", "--uid", "--gid", "--hostname"})
+        rule.informationalLines.push_back(std::string("bwrap: Only the last ") + option + " option will take effect");
+    rule.informationalLines.insert(rule.informationalLines.end(), extra_informational_lines.begin(),
+                                   extra_informational_lines.end());
+    out.runnerFailureRules.push_back(std::move(rule));
+    return out;
+}
+
+}  // namespace dsh::bwrap

@@ -1,0 +1,65 @@
+#include "host.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "landlock_abi.hpp"
+
+namespace dsh::linux_host {
+
+std::string kernel_release() {
+    utsname name{};
+    if (uname(&name) != 0) return "unknown";
+    return name.release;
+}
+
+int landlock_abi(std::string* why) {
+    const long abi = syscall(SYS_landlock_create_ruleset, nullptr, 0, LANDLOCK_CREATE_RULESET_VERSION);
+    if (abi < 0) {
+        if (why) {
+            const int error = errno;
+            if (error == ENOSYS) *why = "the kernel has no Landlock (landlock_create_ruleset: ENOSYS)";
+            else if (error == EOPNOTSUPP) *why = "Landlock is disabled on this kernel (EOPNOTSUPP; see the lsm= boot parameter)";
+            else *why = std::string("landlock_create_ruleset: ") + std::strerror(error);
+        }
+        return 0;
+    }
+    return static_cast<int>(abi);
+}
+
+std::string sysctl(const std::string& name) {
+    std::ifstream in("/proc/sys/" + name);
+    std::string line;
+    if (!in || !std::getline(in, line)) return "-";
+    return line;
+}
+
+std::string file_identity(const std::string& path) {
+    struct stat st {};
+    if (stat(path.c_str(), &st) != 0) return "missing";
+    return std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + ":" + std::to_string(st.st_size) + ":" +
+           std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec) + ":" +
+           std::to_string(st.st_mode);
+}
+
+std::string host_identity() {
+    auto ns = [](const char* which) {
+        char target[128] = {};
+        const ssize_t n = readlink((std::string("/proc/self/ns/") + which).c_str(), target, sizeof target - 1);
+        return n > 0 ? std::string(target, static_cast<std::size_t>(n)) : std::string("-");
+    };
+    return "kernel=" + kernel_release() + "\nuid=" + std::to_string(geteuid()) +
+           "\nlandlock=" + std::to_string(landlock_abi()) +
+           "\nunprivileged_userns_clone=" + sysctl("kernel/unprivileged_userns_clone") +
+           "\nmax_user_namespaces=" + sysctl("user/max_user_namespaces") +
+           "\napparmor_restrict_unprivileged_userns=" + sysctl("kernel/apparmor_restrict_unprivileged_userns") +
+           "\nuserns=" + ns("user") + "\npidns=" + ns("pid") + "\nmntns=" + ns("mnt");
+}
+
+}  // namespace dsh::linux_host

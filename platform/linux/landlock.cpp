@@ -1,0 +1,317 @@
+#include "landlock.hpp"
+
+#include <cerrno>
+#include <csignal>
+#include <cstddef>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+
+#include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <sys/ioctl.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "../posix/process.hpp"
+#include "../posix/state_store.hpp"
+#include "host.hpp"
+#include "landlock_abi.hpp"
+
+#ifndef PR_CAP_AMBIENT
+#define PR_CAP_AMBIENT 47
+#define PR_CAP_AMBIENT_CLEAR_ALL 4
+#endif
+#ifndef SECBIT_NOROOT
+#define SECBIT_NOROOT (1 << 0)
+#define SECBIT_NOROOT_LOCKED (1 << 1)
+#define SECBIT_NO_SETUID_FIXUP (1 << 2)
+#define SECBIT_NO_SETUID_FIXUP_LOCKED (1 << 3)
+#endif
+
+namespace dsh::landlock {
+namespace {
+
+int fail(const std::string& message) {
+    std::fprintf(stderr, "dsh-confine: error: LANDLOCK: %s\n", message.c_str());
+    return 125;
+}
+
+std::string errno_text(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
+
+// The per-user base for private temp areas: made 0700, and refused unless it is a real
+// directory of ours that nobody else can write (the /tmp squatting problem).
+bool prepare_private_base(const std::string& base, std::string& why) {
+    if (mkdir(base.c_str(), 0700) != 0 && errno != EEXIST) {
+        why = errno_text(("mkdir " + base).c_str());
+        return false;
+    }
+    struct stat st {};
+    if (lstat(base.c_str(), &st) != 0) {
+        why = errno_text(("lstat " + base).c_str());
+        return false;
+    }
+    if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077) != 0) {
+        why = base + " is not a private directory of this user (refusing it as a temp base)";
+        return false;
+    }
+    return true;
+}
+
+// Removes `dir` once `watched` has exited. Forked twice before confinement, so it is neither
+// confined nor a child of the command; it leaves the session and the caller's stdio at once.
+void start_reaper(const std::string& dir, pid_t watched) {
+    int ready[2];
+    if (pipe2(ready, O_CLOEXEC) != 0) return;
+    const pid_t first = fork();
+    if (first < 0) {
+        close(ready[0]);
+        close(ready[1]);
+        return;
+    }
+    if (first == 0) {
+        if (fork() != 0) _exit(0);
+        setsid();
+        for (int sig = 1; sig < NSIG; ++sig) signal(sig, SIG_IGN);
+        const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, watched, 0));
+        char byte = 1;
+        (void)!write(ready[1], &byte, 1);
+        const int null = open("/dev/null", O_RDWR);
+        for (int fd = 0; fd < 3; ++fd) dup2(null, fd);
+        const long max_fd = sysconf(_SC_OPEN_MAX);
+        for (long fd = 3; fd < (max_fd > 0 ? max_fd : 1024); ++fd)
+            if (fd != pidfd) close(static_cast<int>(fd));
+        if (pidfd >= 0) {
+            pollfd waiter{pidfd, POLLIN, 0};
+            while (poll(&waiter, 1, -1) < 0 && errno == EINTR) {
+            }
+        }
+        const std::size_t slash = dir.rfind('/');
+        const int parent = open(dir.substr(0, slash).c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+        if (parent >= 0) posix::remove_tree_at(parent, dir.substr(slash + 1));
+        _exit(0);
+    }
+    close(ready[1]);
+    waitpid(first, nullptr, 0);
+    char byte = 0;
+    while (read(ready[0], &byte, 1) < 0 && errno == EINTR) {
+    }
+    close(ready[0]);
+}
+
+// Refuses ioctl(TIOCSTI) and ioctl(TIOCLINUX) with EPERM; other architectures' syscalls
+// (32-bit entry points, which could reach ioctl by another number) fail with ENOSYS.
+bool install_tty_guard(std::string& why) {
+#if defined(__x86_64__)
+    constexpr std::uint32_t arch = AUDIT_ARCH_X86_64;
+#elif defined(__aarch64__)
+    constexpr std::uint32_t arch = AUDIT_ARCH_AARCH64;
+#else
+#error "set the seccomp audit architecture for this target"
+#endif
+    sock_filter filter[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, arch, 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+#if defined(__x86_64__)
+        BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000U, 0, 1),  // the x32 ABI
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+#endif
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_ioctl, 0, 4),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, args[1])),  // low word: the request
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TIOCSTI, 1, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TIOCLINUX, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    sock_fprog program{static_cast<unsigned short>(sizeof filter / sizeof filter[0]), filter};
+    if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program, 0, 0) != 0) {
+        why = errno_text("seccomp filter for the terminal");
+        return false;
+    }
+    return true;
+}
+
+int last_capability() {
+    std::ifstream in("/proc/sys/kernel/cap_last_cap");
+    int last = 40;
+    if (in >> last) return last;
+    return 40;
+}
+
+// Every capability goes: bounding, ambient, effective, permitted, inheritable; and root's
+// exec-time capability grant is locked off.
+bool drop_capabilities(std::string& why) {
+    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct data[2] = {};
+    if (syscall(SYS_capget, &header, data) != 0) {
+        why = errno_text("capget");
+        return false;
+    }
+    const bool any = data[0].permitted || data[1].permitted || data[0].effective || data[1].effective;
+    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+    if (any) {
+        if (prctl(PR_SET_SECUREBITS, SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
+                                         SECBIT_NO_SETUID_FIXUP_LOCKED, 0, 0, 0) != 0) {
+            why = errno_text("securebits");
+            return false;
+        }
+        for (int cap = 0; cap <= last_capability(); ++cap)
+            if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno != EINVAL) {
+                why = errno_text("dropping the capability bounding set");
+                return false;
+            }
+    }
+    __user_cap_data_struct none[2] = {};
+    if (syscall(SYS_capset, &header, none) != 0) {
+        why = errno_text("capset");
+        return false;
+    }
+    return true;
+}
+
+}  // namespace
+
+int exec_confined(const RunnerArgs& args, const std::vector<std::string>& argv) {
+    if (argv.empty()) return fail("no command to run");
+    std::string why;
+    const int abi = linux_host::landlock_abi(&why);
+    if (abi < 1) return fail("Landlock is unavailable: " + why);
+
+    std::optional<std::string> temp_dir = args.tempDir;
+    if (args.privateTempBase) {
+        if (!prepare_private_base(*args.privateTempBase, why)) return fail(why);
+        std::string pattern = *args.privateTempBase + "/call-XXXXXX";
+        if (!mkdtemp(pattern.data())) return fail(errno_text("mkdtemp"));
+        temp_dir = pattern;
+        start_reaper(pattern, getpid());
+    }
+    if (temp_dir) {
+        struct stat st {};
+        if (stat(temp_dir->c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+            return fail("the temp area " + *temp_dir + " is not a directory");
+        setenv("TMPDIR", temp_dir->c_str(), 1);
+    }
+
+    SandboxPolicy policy{args.mode, args.workspaceRoot, std::nullopt, std::nullopt};
+    landlock_uapi::RulesetAttr attr{handled_access(abi)};
+    const int ruleset = static_cast<int>(syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0));
+    if (ruleset < 0) return fail(errno_text("landlock_create_ruleset"));
+    for (const Grant& grant : grants(policy, temp_dir, posix_shell_sinks(), abi)) {
+        const int fd = open(grant.path.c_str(), O_PATH | O_CLOEXEC);
+        if (fd < 0) {
+            if (errno == ENOENT && grant.path.rfind("/dev/", 0) == 0) continue;  // a sink this host lacks
+            return fail(errno_text(("open " + grant.path).c_str()));
+        }
+        struct stat st {};
+        fstat(fd, &st);
+        std::uint64_t allowed = grant.access;
+        if (!S_ISDIR(st.st_mode)) allowed &= access::FileRights;
+        landlock_uapi::PathBeneathAttr rule{allowed, fd};
+        const long added = syscall(SYS_landlock_add_rule, ruleset, landlock_uapi::kRulePathBeneath, &rule, 0);
+        const int error = errno;
+        close(fd);
+        if (added != 0) {
+            errno = error;
+            return fail(errno_text(("landlock_add_rule " + grant.path).c_str()));
+        }
+    }
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return fail(errno_text("no_new_privs"));
+    if (!install_tty_guard(why)) return fail(why);
+    if (!drop_capabilities(why)) return fail(why);
+    if (syscall(SYS_landlock_restrict_self, ruleset, 0) != 0) return fail(errno_text("landlock_restrict_self"));
+    close(ruleset);
+
+    const posix::ProgramLookup program = posix::resolve_program(argv.front());
+    if (program.status == posix::Lookup::NotFound) {
+        std::fprintf(stderr, "dsh-confine: error: COMMAND_NOT_FOUND: %s: not found\n", argv.front().c_str());
+        return 127;
+    }
+    if (args.statusFd >= 0) {
+        fcntl(args.statusFd, F_SETFD, FD_CLOEXEC);  // closed by a successful execve
+        (void)!write(args.statusFd, "S", 1);
+    }
+    posix::exec_argv(program.path, argv);
+    const int error = errno;
+    if (args.statusFd >= 0) (void)!write(args.statusFd, "F", 1);
+    std::fprintf(stderr, "dsh-confine: error: COMMAND_NOT_EXECUTABLE: %s: %s\n", argv.front().c_str(),
+                 std::strerror(error));
+    return error == ENOENT ? 127 : 126;
+}
+
+LandlockBackend::LandlockBackend(std::string runner, BackendConfig config)
+    : runner_(std::move(runner)), config_(std::move(config)) {}
+
+Expected<Usable> LandlockBackend::check() const {
+    std::string why;
+    if (linux_host::landlock_abi(&why) < 1) return Expected<Usable>::failure(why);
+    if (runner_.empty() || ::access(runner_.c_str(), X_OK) != 0)
+        return Expected<Usable>::failure("the runner '" + runner_ + "' (this binary) cannot be executed");
+    return Usable{};
+}
+
+Expected<Usable> LandlockBackend::probe(int timeout_ms) const {
+    const posix::ProgramLookup truth = posix::resolve_program("true");
+    if (truth.status != posix::Lookup::Found) return Expected<Usable>::failure("no 'true' on PATH to probe with");
+    RunnerArgs args;
+    args.mode = ConfinedSandboxMode::ReadOnly;
+    args.workspaceRoot = "/";
+    const posix::SpawnOutcome outcome = posix::spawn_with_timeout(build_argv(runner_, args, {truth.path}), timeout_ms);
+    if (!outcome.started) return Expected<Usable>::failure(outcome.error);
+    if (outcome.timedOut) return Expected<Usable>::failure("the probe did not finish within " + std::to_string(timeout_ms) + " ms");
+    if (outcome.exitCode == 0) return Usable{};
+    std::string first = outcome.output.substr(0, outcome.output.find('\n'));
+    return Expected<Usable>::failure("the probe exited with " + std::to_string(outcome.exitCode) +
+                                     (first.empty() ? "" : ": " + first));
+}
+
+std::string LandlockBackend::probe_identity() const {
+    return "runner=" + runner_ + "\nrunner-id=" + linux_host::file_identity(runner_) + "\n" + linux_host::host_identity();
+}
+
+Expected<ConfinedArgv> LandlockBackend::confine(const std::vector<std::string>& argv, const SandboxPolicy& policy) const {
+    const int abi = linux_host::landlock_abi();
+    if (abi < 1) return Expected<ConfinedArgv>::failure("Landlock is unavailable");
+    const RunnerArgs args = runner_args(policy, static_cast<unsigned>(geteuid()));
+    ConfinedArgv out;
+    out.argv = build_argv(runner_, args, argv);
+    out.backend = name();
+    out.enforcementGaps = enforcement_gaps(abi);
+    out.enforcement = out.enforcementGaps.empty() ? SandboxEnforcement::Full : SandboxEnforcement::Partial;
+    Dialect rules = dialect();
+    out.denialSignatures = rules.denialSignatures;
+    out.runnerFailureRules = rules.runnerFailureRules;
+    out.writableRoots = writable_roots(args);
+    return out;
+}
+
+Dialect LandlockBackend::dialect() const { return landlock::dialect(config_.informationalLines); }
+
+BackendReport LandlockBackend::report() const {
+    BackendReport out;
+    out.name = name();
+    std::string why;
+    const int abi = linux_host::landlock_abi(&why);
+    out.facts.push_back({"landlockAbi", std::to_string(abi)});
+    out.facts.push_back({"runner", runner_});
+    Expected<Usable> present = check();
+    out.usable = present.has_value();
+    if (!present) out.reason = present.reason();
+    if (abi >= 1) {
+        out.enforcementGaps = enforcement_gaps(abi);
+        out.enforcement = out.enforcementGaps.empty() ? SandboxEnforcement::Full : SandboxEnforcement::Partial;
+    }
+    return out;
+}
+
+}  // namespace dsh::landlock

@@ -1,0 +1,37 @@
+// The Landlock backend. Its runner is dsh-confine itself: a printed plan invokes
+// `dsh-confine landlock-exec ...`, and the exec path calls exec_confined() in-process, so
+// both apply the same ruleset and exec the command directly, with no second exec.
+// Besides the ruleset, the runner sets no_new_privs, drops every capability (a root caller
+// would otherwise keep CAP_SYS_MODULE and friends, which no file rule can hold), and installs
+// a seccomp filter that refuses TIOCSTI and TIOCLINUX, so the caller's terminal cannot be fed
+// keystrokes while job control keeps working. What Landlock does not govern: landlock_rules.hpp.
+#pragma once
+
+#include "../../lib/config.hpp"
+#include "../../lib/provider.hpp"
+#include "landlock_rules.hpp"
+
+namespace dsh::landlock {
+
+class LandlockBackend : public Backend {
+public:
+    LandlockBackend(std::string runner, BackendConfig config);
+    std::string name() const override { return "landlock"; }
+    Expected<Usable> check() const override;
+    Expected<Usable> probe(int timeout_ms) const override;
+    std::string probe_identity() const override;
+    Expected<ConfinedArgv> confine(const std::vector<std::string>& argv, const SandboxPolicy& policy) const override;
+    Dialect dialect() const override;
+    BackendReport report() const override;
+
+private:
+    std::string runner_;
+    BackendConfig config_;
+};
+
+// Applies the ruleset for `args` to this process and execs argv. Returns only on failure,
+// with the exit status to use: 125 when confinement could not be set up (the message already
+// printed as `dsh-confine: error: LANDLOCK: ...`), 126/127 when the command cannot be run.
+int exec_confined(const RunnerArgs& args, const std::vector<std::string>& argv);
+
+}  // namespace dsh::landlock

@@ -1,0 +1,86 @@
+#include "landlock_rules.hpp"
+
+namespace dsh::landlock {
+
+std::uint64_t handled_access(int abi) {
+    if (abi < 1) return 0;
+    std::uint64_t rights = (access::MakeSym << 1) - 1;  // ABI 1: bits 0..12
+    if (abi >= 2) rights |= access::Refer;
+    if (abi >= 3) rights |= access::Truncate;
+    if (abi >= 5) rights |= access::IoctlDev;
+    return rights;
+}
+
+std::vector<Grant> grants(const SandboxPolicy& policy, const std::optional<std::string>& temp_dir,
+                          const std::vector<std::string>& sinks, int abi) {
+    const std::uint64_t handled = handled_access(abi);
+    std::vector<Grant> out;
+    out.push_back({"/", (access::ReadFile | access::ReadDir | access::Execute) & handled});
+    for (const auto& sink : sinks)
+        out.push_back({sink, (access::ReadFile | access::WriteFile | access::Truncate | access::IoctlDev) & handled});
+    if (policy.mode == ConfinedSandboxMode::WorkspaceWrite) {
+        out.push_back({policy.workspaceRoot, handled});
+        if (temp_dir) out.push_back({*temp_dir, handled});
+    }
+    return out;
+}
+
+std::vector<std::string> enforcement_gaps(int abi) {
+    std::vector<std::string> gaps = {
+        "chmod: file modes of files the caller owns can be changed (Landlock has no setattr hook)",
+        "chown: group and owner changes the caller may make are not governed",
+        "utimes: access and modification times of files the caller owns can be changed",
+        "xattrs: extended attributes of files the caller owns can be set and removed",
+    };
+    if (abi < 3) gaps.push_back("truncate: truncate(2) of existing files is not governed before Landlock ABI 3");
+    if (abi < 5) gaps.push_back("device ioctls: ioctls on device files are not governed before Landlock ABI 5");
+    return gaps;
+}
+
+std::string private_temp_base(unsigned uid) { return "/tmp/dsh-confine-" + std::to_string(uid); }
+
+RunnerArgs runner_args(const SandboxPolicy& policy, unsigned uid) {
+    RunnerArgs args;
+    args.mode = policy.mode;
+    args.workspaceRoot = policy.workspaceRoot;
+    if (policy.mode == ConfinedSandboxMode::WorkspaceWrite) {
+        if (policy.sessionTempDir) args.tempDir = policy.sessionTempDir;
+        else args.privateTempBase = private_temp_base(uid);
+    }
+    return args;
+}
+
+std::vector<std::string> build_argv(const std::string& runner, const RunnerArgs& args,
+                                    const std::vector<std::string>& argv) {
+    std::vector<std::string> out = {runner, "landlock-exec", "--mode", std::string(to_string(args.mode)),
+                                    "--workspace-root", args.workspaceRoot};
+    if (args.tempDir) out.insert(out.end(), {"--temp-dir", *args.tempDir});
+    if (args.privateTempBase) out.insert(out.end(), {"--private-temp-base", *args.privateTempBase});
+    out.push_back("--");
+    out.insert(out.end(), argv.begin(), argv.end());
+    return out;
+}
+
+std::vector<std::string> writable_roots(const RunnerArgs& args) {
+    std::vector<std::string> roots;
+    if (args.mode == ConfinedSandboxMode::WorkspaceWrite) {
+        roots.push_back(args.workspaceRoot);
+        if (args.tempDir) roots.push_back(*args.tempDir);
+        if (args.privateTempBase) roots.push_back(*args.privateTempBase);
+    }
+    for (const auto& sink : posix_shell_sinks()) roots.push_back(sink);
+    return roots;
+}
+
+Dialect dialect(const std::vector<std::string>& extra_informational_lines) {
+    Dialect out;
+    out.denialSignatures = {"permission denied", "invalid cross-device link"};
+    RunnerFailureRule rule;
+    rule.allowedExitCodes = std::vector<int>{125};
+    rule.fatalSignatures = {"dsh-confine: error: LANDLOCK: "};
+    rule.informationalLines = extra_informational_lines;
+    out.runnerFailureRules.push_back(std::move(rule));
+    return out;
+}
+
+}  // namespace dsh::landlock

@@ -1,0 +1,83 @@
+// The Landlock ruleset and dialect as data: which access rights each ABI can handle, which
+// paths get which rights for a policy, and which promised effects an ABI cannot govern.
+// Pure code, compiled and unit-tested on every system; landlock.cpp applies it.
+//
+// What Landlock does not govern, on any ABI (so the backend reports `partial`):
+//   - metadata: chmod, chown/chgrp, utimes and extended attributes of files the caller owns
+//     (Landlock has no hook for setattr or setxattr);
+//   - IPC with host daemons through sockets, network, process visibility.
+// By ABI: truncate(2) of existing files before ABI 3; ioctls on device files before ABI 5.
+// Before ABI 2 every rename or link across directories is refused (EXDEV), even inside the
+// workspace: an over-block, not a gap.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "../../lib/types.hpp"
+
+namespace dsh::landlock {
+
+// Access-right bits, as the kernel numbers them.
+namespace access {
+inline constexpr std::uint64_t Execute = 1ULL << 0;
+inline constexpr std::uint64_t WriteFile = 1ULL << 1;
+inline constexpr std::uint64_t ReadFile = 1ULL << 2;
+inline constexpr std::uint64_t ReadDir = 1ULL << 3;
+inline constexpr std::uint64_t RemoveDir = 1ULL << 4;
+inline constexpr std::uint64_t RemoveFile = 1ULL << 5;
+inline constexpr std::uint64_t MakeChar = 1ULL << 6;
+inline constexpr std::uint64_t MakeDir = 1ULL << 7;
+inline constexpr std::uint64_t MakeReg = 1ULL << 8;
+inline constexpr std::uint64_t MakeSock = 1ULL << 9;
+inline constexpr std::uint64_t MakeFifo = 1ULL << 10;
+inline constexpr std::uint64_t MakeBlock = 1ULL << 11;
+inline constexpr std::uint64_t MakeSym = 1ULL << 12;
+inline constexpr std::uint64_t Refer = 1ULL << 13;     // ABI 2
+inline constexpr std::uint64_t Truncate = 1ULL << 14;  // ABI 3
+inline constexpr std::uint64_t IoctlDev = 1ULL << 15;  // ABI 5
+// The rights a rule on a file (not a directory) may carry.
+inline constexpr std::uint64_t FileRights = Execute | WriteFile | ReadFile | Truncate | IoctlDev;
+}  // namespace access
+
+// Every filesystem right the given ABI knows.
+std::uint64_t handled_access(int abi);
+
+struct Grant {
+    std::string path;
+    std::uint64_t access;  // already masked to the ABI; file rules carry only file rights
+};
+
+// The rules for a policy: the whole host readable and executable; the shell sinks readable
+// and writable; in workspace-write the root and `temp_dir` with every right.
+std::vector<Grant> grants(const SandboxPolicy& policy, const std::optional<std::string>& temp_dir,
+                          const std::vector<std::string>& sinks, int abi);
+
+// The promised effects this ABI cannot govern, named; empty means full enforcement.
+std::vector<std::string> enforcement_gaps(int abi);
+
+// Where a call's private temp area is made when the call has no session: one directory per
+// call, inside this per-user base, which is what writableRoots names.
+std::string private_temp_base(unsigned uid);
+
+struct RunnerArgs {
+    ConfinedSandboxMode mode = ConfinedSandboxMode::ReadOnly;
+    std::string workspaceRoot;
+    std::optional<std::string> tempDir;          // a session's temp area: used as is
+    std::optional<std::string> privateTempBase;  // make a per-call directory in here
+    int statusFd = -1;  // proof of start: 'S' just before execve, 'F' when it failed
+};
+
+// `<runner> landlock-exec --mode M --workspace-root R [--temp-dir D | --private-temp-base B] -- argv`
+std::vector<std::string> build_argv(const std::string& runner, const RunnerArgs& args,
+                                    const std::vector<std::string>& argv);
+RunnerArgs runner_args(const SandboxPolicy& policy, unsigned uid);
+std::vector<std::string> writable_roots(const RunnerArgs& args);
+
+// EACCES from a denied open or create; EXDEV where reparenting is refused; the runner's own
+// failures carry `dsh-confine: error: LANDLOCK:` and exit 125 before the command starts.
+Dialect dialect(const std::vector<std::string>& extra_informational_lines);
+
+}  // namespace dsh::landlock

@@ -1,0 +1,67 @@
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include <unistd.h>
+
+#include "../platform.hpp"
+#include "../posix/process.hpp"
+#include "bwrap.hpp"
+#include "landlock.hpp"
+
+namespace dsh::platform {
+
+// bubblewrap first: it governs every promised effect (full); Landlock, which cannot govern
+// metadata changes (partial), is the fallback where user namespaces are unavailable.
+std::vector<std::string> default_backend_chain() { return {"bwrap", "landlock"}; }
+
+std::string system_name() { return "Linux"; }
+
+std::shared_ptr<const Backend> make_backend(const std::string& name, const Config& config, const std::string& cwd) {
+    if (name == "bwrap") return std::make_shared<bwrap::BwrapBackend>(config.bwrap, cwd);
+    if (name == "landlock") return std::make_shared<landlock::LandlockBackend>(posix::self_executable(), config.landlock);
+    return nullptr;
+}
+
+int exec_plan(const ConfinedArgv& confined, const SandboxPolicy& policy, const std::vector<std::string>& argv) {
+    std::fflush(stdout);
+    if (confined.backend == "landlock") return landlock::exec_confined(landlock::runner_args(policy, geteuid()), argv);
+    posix::exec_argv(confined.argv.front(), confined.argv);
+    std::fprintf(stderr, "dsh-confine: error: RUNNER_EXEC: cannot execute %s: %s\n", confined.argv.front().c_str(),
+                 std::strerror(errno));
+    return 125;
+}
+
+std::pair<posix::StartProof, int> add_start_proof(std::vector<std::string>& argv, const std::string& backend) {
+    if (backend == "bwrap") {
+        argv.insert(argv.begin() + 1, {"--json-status-fd", "-1"});
+        return {posix::StartProof::BwrapStatus, 2};
+    }
+    if (backend == "landlock") {
+        argv.insert(argv.begin() + 2, {"--status-fd", "-1"});
+        return {posix::StartProof::ExecMarker, 3};
+    }
+    return {posix::StartProof::None, -1};
+}
+
+int landlock_exec(const std::string& mode, const std::string& workspace_root, const std::string& temp_dir,
+                  const std::string& private_temp_base, int status_fd, const std::vector<std::string>& argv) {
+    landlock::RunnerArgs args;
+    if (mode == "read-only") args.mode = ConfinedSandboxMode::ReadOnly;
+    else if (mode == "workspace-write") args.mode = ConfinedSandboxMode::WorkspaceWrite;
+    else {
+        std::fprintf(stderr, "dsh-confine: error: LANDLOCK: landlock-exec: --mode must be read-only or workspace-write, not '%s'\n", mode.c_str());
+        return 125;
+    }
+    if (workspace_root.empty() || workspace_root.front() != '/') {
+        std::fprintf(stderr, "dsh-confine: error: LANDLOCK: landlock-exec: --workspace-root must be an absolute path\n");
+        return 125;
+    }
+    args.workspaceRoot = workspace_root;
+    if (!temp_dir.empty()) args.tempDir = temp_dir;
+    if (!private_temp_base.empty()) args.privateTempBase = private_temp_base;
+    args.statusFd = status_fd;
+    return landlock::exec_confined(args, argv);
+}
+
+}  // namespace dsh::platform

@@ -1,0 +1,35 @@
+// What the CLI asks of the host platform: the backends this system has, the default chain,
+// and carrying out a plan. One implementation per system, chosen by CMake.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../lib/config.hpp"
+#include "../lib/provider.hpp"
+#include "posix/supervise.hpp"
+
+namespace dsh::platform {
+
+// The chain used when the config names none: the best choice for this system.
+std::vector<std::string> default_backend_chain();
+
+// A backend of this system, or nullptr when `name` belongs to another system.
+std::shared_ptr<const Backend> make_backend(const std::string& name, const Config& config, const std::string& cwd);
+
+std::string system_name();
+
+// Replaces the process with the confined command. Returns only on failure, with the exit
+// status to use (the message already printed).
+int exec_plan(const ConfinedArgv& confined, const SandboxPolicy& policy, const std::vector<std::string>& argv);
+
+// Adds the runner's proof-of-start option to a confined argv where the backend has one:
+// the protocol, and the index of the fd number's placeholder (-1 without).
+std::pair<posix::StartProof, int> add_start_proof(std::vector<std::string>& argv, const std::string& backend);
+
+// `dsh-confine landlock-exec ...` where the system has Landlock; 125 elsewhere.
+int landlock_exec(const std::string& mode, const std::string& workspace_root, const std::string& temp_dir,
+                  const std::string& private_temp_base, int status_fd, const std::vector<std::string>& argv);
+
+}  // namespace dsh::platform

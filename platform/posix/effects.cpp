@@ -1,0 +1,219 @@
+#include "effects.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
+#include <termios.h>
+#include <unistd.h>
+
+namespace dsh::posix {
+namespace {
+
+int refused(const std::string& what) {
+    std::fprintf(stderr, "%s: %s\n", what.c_str(), std::strerror(errno));
+    return 1;
+}
+
+int write_to(const std::string& path, int flags, const char* data) {
+    const int fd = open(path.c_str(), flags | O_CLOEXEC, 0644);
+    if (fd < 0) return refused("open " + path);
+    const ssize_t n = write(fd, data, std::strlen(data));
+    close(fd);
+    if (n < 0) return refused("write " + path);
+    return 0;
+}
+
+}  // namespace
+
+int perform_effect(const std::string& op, const std::vector<std::string>& a) {
+    auto need = [&](std::size_t n) { return a.size() >= n; };
+    if (op == "create" && need(1)) return write_to(a[0], O_WRONLY | O_CREAT | O_EXCL, "created\n");
+    if (op == "write" && need(1)) return write_to(a[0], O_WRONLY, "overwritten\n");
+    if (op == "rewrite" && need(1)) {  // the file's own content written back: no change even if allowed
+        std::ifstream in(a[0], std::ios::binary);
+        std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        return write_to(a[0], O_WRONLY, content.c_str());
+    }
+    if (op == "append" && need(1)) return write_to(a[0], O_WRONLY | O_APPEND, "appended\n");
+    if (op == "truncate" && need(1)) return truncate(a[0].c_str(), 0) == 0 ? 0 : refused("truncate " + a[0]);
+    if (op == "fallocate" && need(1)) {
+        const int fd = open(a[0].c_str(), O_RDWR | O_CLOEXEC);
+        if (fd < 0) return refused("open " + a[0]);
+        const int rc = posix_fallocate(fd, 0, 1 << 20);
+        close(fd);
+        errno = rc;
+        return rc == 0 ? 0 : refused("fallocate " + a[0]);
+    }
+    if (op == "chmod" && need(1)) return chmod(a[0].c_str(), 0600) == 0 ? 0 : refused("chmod " + a[0]);
+    if (op == "chgrp" && need(2)) {
+        const gid_t gid = static_cast<gid_t>(std::stoul(a[1]));
+        return chown(a[0].c_str(), static_cast<uid_t>(-1), gid) == 0 ? 0 : refused("chown " + a[0]);
+    }
+    if (op == "utimes" && need(1)) {
+        timespec times[2] = {{1000000000, 0}, {1000000000, 0}};
+        return utimensat(AT_FDCWD, a[0].c_str(), times, 0) == 0 ? 0 : refused("utimensat " + a[0]);
+    }
+    if (op == "setxattr" && need(1))
+        return setxattr(a[0].c_str(), "user.dsh-confine", "x", 1, 0) == 0 ? 0 : refused("setxattr " + a[0]);
+    if (op == "mkdir" && need(1)) return mkdir(a[0].c_str(), 0755) == 0 ? 0 : refused("mkdir " + a[0]);
+    if (op == "rmdir" && need(1)) return rmdir(a[0].c_str()) == 0 ? 0 : refused("rmdir " + a[0]);
+    if (op == "unlink" && need(1)) return unlink(a[0].c_str()) == 0 ? 0 : refused("unlink " + a[0]);
+    if (op == "rename" && need(2)) return rename(a[0].c_str(), a[1].c_str()) == 0 ? 0 : refused("rename " + a[0]);
+    if (op == "link" && need(2)) return link(a[0].c_str(), a[1].c_str()) == 0 ? 0 : refused("link " + a[1]);
+    if (op == "symlink" && need(1)) return symlink("target", a[0].c_str()) == 0 ? 0 : refused("symlink " + a[0]);
+    if (op == "mkfifo" && need(1)) return mkfifo(a[0].c_str(), 0644) == 0 ? 0 : refused("mkfifo " + a[0]);
+    if (op == "mknod" && need(1))
+        return mknod(a[0].c_str(), S_IFCHR | 0644, makedev(1, 3)) == 0 ? 0 : refused("mknod " + a[0]);
+    if (op == "bind" && need(1)) {
+        const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        sockaddr_un address{};
+        address.sun_family = AF_UNIX;
+        std::snprintf(address.sun_path, sizeof address.sun_path, "%s", a[0].c_str());
+        const int rc = bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
+        const int error = errno;
+        close(fd);
+        errno = error;
+        return rc == 0 ? 0 : refused("bind " + a[0]);
+    }
+    if (op == "read" && need(1)) {
+        std::ifstream in(a[0], std::ios::binary);
+        if (!in) return refused("read " + a[0]);
+        return 0;
+    }
+    if (op == "tiocsti") {
+        char byte = 'X';
+        return ioctl(0, TIOCSTI, &byte) == 0 ? 0 : refused("ioctl TIOCSTI");
+    }
+    if (op == "tempfile") {
+        const char* dir = std::getenv("TMPDIR");
+        std::string pattern = std::string(dir && *dir ? dir : "/tmp") + "/dsh-confine-verify-XXXXXX";
+        const int fd = mkstemp(pattern.data());
+        if (fd < 0) return refused("mkstemp " + pattern);
+        const ssize_t n = write(fd, "x", 1);
+        close(fd);
+        unlink(pattern.c_str());
+        return n == 1 ? 0 : refused("write " + pattern);
+    }
+    std::fprintf(stderr, "unknown effect '%s' or missing arguments\n", op.c_str());
+    return 2;
+}
+
+std::string snapshot_tree(const std::string& path) {
+    std::ostringstream out;
+    struct stat st {};
+    if (lstat(path.c_str(), &st) != 0) return path + " missing\n";
+    out << path << " mode=" << std::oct << st.st_mode << std::dec << " uid=" << st.st_uid << " gid=" << st.st_gid
+        << " size=" << st.st_size << " mtime=" << st.st_mtim.tv_sec << "." << st.st_mtim.tv_nsec
+        << " nlink=" << st.st_nlink;
+    char names[4096];
+    const ssize_t listed = llistxattr(path.c_str(), names, sizeof names);
+    if (listed > 0) out << " xattrs=" << std::string(names, static_cast<std::size_t>(listed)).size();
+    if (S_ISREG(st.st_mode)) {
+        std::ifstream in(path, std::ios::binary);
+        std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        out << " content=" << std::hash<std::string>{}(content);
+    }
+    out << "\n";
+    if (S_ISDIR(st.st_mode)) {
+        // The directory's own mtime is not compared: reading it does not change it, and a
+        // changed entry shows below anyway.
+        std::vector<std::string> entries;
+        if (DIR* dir = opendir(path.c_str())) {
+            while (dirent* entry = readdir(dir))
+                if (std::strcmp(entry->d_name, ".") && std::strcmp(entry->d_name, "..")) entries.push_back(entry->d_name);
+            closedir(dir);
+        }
+        std::sort(entries.begin(), entries.end());
+        for (const auto& entry : entries) out << snapshot_tree(path + "/" + entry);
+    }
+    return out.str();
+}
+
+Pty open_pty() {
+    Pty pty;
+    pty.master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (pty.master < 0 || grantpt(pty.master) != 0 || unlockpt(pty.master) != 0) return Pty{};
+    const char* name = ptsname(pty.master);
+    if (!name) return Pty{};
+    pty.slave = name;
+    return pty;
+}
+
+int pending_input(const Pty& pty) {
+    const int fd = open(pty.slave.c_str(), O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return -1;
+    int waiting = 0;
+    if (ioctl(fd, FIONREAD, &waiting) != 0) waiting = -1;
+    close(fd);
+    return waiting;
+}
+
+EffectRun run_effect(const std::vector<std::string>& argv, const Pty* pty, int timeout_ms) {
+    EffectRun run;
+    int pipe_fds[2];
+    if (pipe2(pipe_fds, O_CLOEXEC) != 0) return run;
+    const pid_t pid = fork();
+    if (pid < 0) return run;
+    if (pid == 0) {
+        setpgid(0, 0);
+        if (pty) {
+            setsid();
+            const int slave = open(pty->slave.c_str(), O_RDWR);  // a session leader's first tty: its controlling terminal
+            if (slave < 0) _exit(120);
+            ioctl(slave, TIOCSCTTY, 0);
+            dup2(slave, 0);
+        } else {
+            const int null = open("/dev/null", O_RDONLY);
+            dup2(null, 0);
+        }
+        dup2(pipe_fds[1], 1);
+        dup2(pipe_fds[1], 2);
+        std::vector<char*> args;
+        for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+        args.push_back(nullptr);
+        execv(args[0], args.data());
+        _exit(127);
+    }
+    close(pipe_fds[1]);
+    run.started = true;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (true) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+        if (left <= 0) {
+            run.timedOut = true;
+            break;
+        }
+        pollfd fd{pipe_fds[0], POLLIN, 0};
+        if (poll(&fd, 1, static_cast<int>(left)) <= 0) continue;
+        char buffer[4096];
+        const ssize_t n = read(pipe_fds[0], buffer, sizeof buffer);
+        if (n <= 0) break;
+        if (run.output.size() < 16384) run.output.append(buffer, static_cast<std::size_t>(n));
+    }
+    close(pipe_fds[0]);
+    if (run.timedOut) kill(-pid, SIGKILL);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (WIFEXITED(status)) run.exitCode = WEXITSTATUS(status);
+    else if (WIFSIGNALED(status)) run.exitCode = 128 + WTERMSIG(status);
+    return run;
+}
+
+}  // namespace dsh::posix

@@ -1,0 +1,41 @@
+// Process facilities on POSIX hosts: PATH lookup with execvp's answers, exec, and a spawn
+// under a timeout for functional probes.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace dsh::posix {
+
+enum class Lookup { Found, NotFound, NotExecutable };
+
+struct ProgramLookup {
+    Lookup status = Lookup::NotFound;
+    std::string path;  // the file found (also when it is not executable)
+};
+
+// As execvp searches: a name with a slash is taken as is; otherwise each PATH entry in turn
+// (an empty entry is the cwd). A match that exists but cannot be executed is remembered, so
+// the answer is 126 rather than 127 when nothing executable follows it, as with env(1).
+ProgramLookup resolve_program(const std::string& name);
+
+// Replaces the process. Returns only on failure, with errno set.
+void exec_argv(const std::string& path, const std::vector<std::string>& argv);
+
+struct SpawnOutcome {
+    bool started = false;
+    bool timedOut = false;
+    int exitCode = -1;    // when it exited
+    int signal = 0;       // when a signal ended it
+    std::string output;   // stdout and stderr, the first 64 KiB
+    std::string error;    // why it could not be started
+};
+
+// Runs argv with stdin from /dev/null and stdout+stderr captured, in its own process group,
+// which is killed when `timeout_ms` passes.
+SpawnOutcome spawn_with_timeout(const std::vector<std::string>& argv, int timeout_ms);
+
+// The absolute path of the running binary (/proc/self/exe where there is one).
+std::string self_executable();
+
+}  // namespace dsh::posix

@@ -1,0 +1,178 @@
+#include "supervise.hpp"
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+namespace dsh::posix {
+namespace {
+
+std::atomic<pid_t> g_child{0};
+int g_wake[2] = {-1, -1};
+
+constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
+
+// A signal some process sent us goes on to the command. One the terminal raised (SI_KERNEL)
+// has already reached the command, which shares our process group, so it is not sent twice.
+void forward(int sig, siginfo_t* info, void*) {
+    const int saved = errno;
+    const pid_t child = g_child.load();
+    const bool from_terminal = info && info->si_code == SI_KERNEL;
+    if (child > 0 && !from_terminal) kill(child, sig);
+    if (g_wake[1] >= 0) (void)!write(g_wake[1], "s", 1);
+    errno = saved;
+}
+
+bool write_all(int fd, const char* data, std::size_t size) {
+    while (size > 0) {
+        const ssize_t n = write(fd, data, size);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return false;
+        data += n;
+        size -= static_cast<std::size_t>(n);
+    }
+    return true;
+}
+
+std::optional<bool> judge_start(StartProof proof, const std::string& status) {
+    if (proof == StartProof::ExecMarker) return status == "S";
+    if (proof == StartProof::BwrapStatus) {
+        std::size_t start = 0;
+        while (start < status.size()) {
+            std::size_t end = status.find('\n', start);
+            if (end == std::string::npos) end = status.size();
+            nlohmann::json line = nlohmann::json::parse(status.substr(start, end - start), nullptr, false);
+            if (line.is_object() && line.contains("exit-code")) return true;
+            start = end + 1;
+        }
+        return false;
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+SupervisedRun supervise(std::vector<std::string> argv, StartProof proof, int status_fd_slot,
+                        const std::function<void(std::string_view)>& on_stderr) {
+    SupervisedRun run;
+    const auto began = std::chrono::steady_clock::now();
+    int err_pipe[2];
+    int status_pipe[2] = {-1, -1};
+    if (pipe2(err_pipe, O_CLOEXEC) != 0 || pipe2(g_wake, O_CLOEXEC | O_NONBLOCK) != 0) {
+        run.spawnError = std::string("pipe: ") + std::strerror(errno);
+        return run;
+    }
+    if (proof != StartProof::None) {
+        if (pipe2(status_pipe, O_CLOEXEC) != 0) {
+            run.spawnError = std::string("pipe: ") + std::strerror(errno);
+            return run;
+        }
+        argv[static_cast<std::size_t>(status_fd_slot)] = std::to_string(status_pipe[1]);
+    }
+    std::vector<char*> args;
+    for (auto& arg : argv) args.push_back(arg.data());
+    args.push_back(nullptr);
+
+    // Block the forwarded signals until the child exists, so none is lost in between.
+    sigset_t blocked, previous;
+    sigemptyset(&blocked);
+    for (int sig : kForwarded) sigaddset(&blocked, sig);
+    sigprocmask(SIG_BLOCK, &blocked, &previous);
+    struct sigaction action {};
+    action.sa_sigaction = forward;
+    action.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&action.sa_mask);
+    struct sigaction saved[sizeof kForwarded / sizeof kForwarded[0]];
+    for (std::size_t i = 0; i < sizeof kForwarded / sizeof kForwarded[0]; ++i) sigaction(kForwarded[i], &action, &saved[i]);
+    prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+
+    const pid_t parent = getpid();
+    const pid_t pid = fork();
+    if (pid < 0) {
+        run.spawnError = std::string("fork: ") + std::strerror(errno);
+        sigprocmask(SIG_SETMASK, &previous, nullptr);
+        return run;
+    }
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);  // the confined tree dies with dsh-confine
+        if (getppid() != parent) _exit(125);
+        for (std::size_t i = 0; i < sizeof kForwarded / sizeof kForwarded[0]; ++i) sigaction(kForwarded[i], &saved[i], nullptr);
+        sigprocmask(SIG_SETMASK, &previous, nullptr);
+        dup2(err_pipe[1], 2);
+        if (status_pipe[1] >= 0) fcntl(status_pipe[1], F_SETFD, 0);  // inherited by the runner only
+        execv(args[0], args.data());
+        const char* message = "dsh-confine: error: RUNNER_EXEC: cannot execute the runner\n";
+        (void)!write(2, message, std::strlen(message));
+        _exit(125);
+    }
+    run.spawned = true;
+    g_child.store(pid);
+    sigprocmask(SIG_SETMASK, &previous, nullptr);
+    close(err_pipe[1]);
+    if (status_pipe[1] >= 0) close(status_pipe[1]);
+
+    std::string status;
+    bool err_open = true, status_open = status_pipe[0] >= 0;
+    char buffer[65536];
+    while (err_open || status_open) {
+        pollfd fds[3] = {{err_open ? err_pipe[0] : -1, POLLIN, 0},
+                         {status_open ? status_pipe[0] : -1, POLLIN, 0},
+                         {g_wake[0], POLLIN, 0}};
+        if (poll(fds, 3, -1) < 0) {
+            if (errno == EINTR) continue;
+            break;
+        }
+        if (fds[2].revents & POLLIN) {
+            while (read(g_wake[0], buffer, sizeof buffer) > 0) {
+            }
+        }
+        if (err_open && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) {
+            const ssize_t n = read(err_pipe[0], buffer, sizeof buffer);
+            if (n > 0) {
+                write_all(2, buffer, static_cast<std::size_t>(n));
+                on_stderr(std::string_view(buffer, static_cast<std::size_t>(n)));
+            } else if (n == 0 || errno != EINTR) {
+                err_open = false;
+            }
+        }
+        if (status_open && (fds[1].revents & (POLLIN | POLLHUP | POLLERR))) {
+            const ssize_t n = read(status_pipe[0], buffer, sizeof buffer);
+            if (n > 0) status.append(buffer, static_cast<std::size_t>(n));
+            else if (n == 0 || errno != EINTR) status_open = false;
+        }
+    }
+    close(err_pipe[0]);
+    if (status_pipe[0] >= 0) close(status_pipe[0]);
+
+    int wait_status = 0;
+    while (waitpid(pid, &wait_status, 0) < 0 && errno == EINTR) {
+    }
+    g_child.store(0);
+    // Whatever the command left behind was reparented to us: it goes too.
+    while (true) {
+        const pid_t orphan = waitpid(-1, nullptr, WNOHANG);
+        if (orphan <= 0) break;
+    }
+    for (std::size_t i = 0; i < sizeof kForwarded / sizeof kForwarded[0]; ++i) sigaction(kForwarded[i], &saved[i], nullptr);
+    close(g_wake[0]);
+    close(g_wake[1]);
+    g_wake[0] = g_wake[1] = -1;
+
+    if (WIFEXITED(wait_status)) run.exitCode = WEXITSTATUS(wait_status);
+    else if (WIFSIGNALED(wait_status)) run.signal = WTERMSIG(wait_status);
+    run.started = judge_start(proof, status);
+    run.durationMs = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - began).count();
+    return run;
+}
+
+}  // namespace dsh::posix
