@@ -38,8 +38,9 @@ Dialect dialect(const std::vector<std::string>& extra_informational_lines) {
     // From bubblewrap's die() calls (0.1 to 0.13), each with the "bwrap: " prefix every
     // release since 0.2.1 prints; older and newer spellings side by side.
     rule.fatalSignatures = {
-        "bwrap: No permissions to creating new namespace",  // <= 0.11.0
-        "bwrap: No permissions to create a new namespace",  // >= 0.11.1
+        // "...to creating new namespace" (<= 0.11.0), "...to create a new namespace" (>= 0.11.1),
+        // "...to create new namespace" (Debian's 0.8.0)
+        "bwrap: No permissions to creat",
         "bwrap: Creating new namespace failed",
         "bwrap: setting up uid map",
         "bwrap: setting up gid map",

@@ -1,1 +1,218 @@
+// Fail closed: when no backend can confine, the command never runs (a sentinel file proves
+// it) and the outcome is 125 SANDBOX_UNAVAILABLE, or the runner's own refusal, which the
+// plan's rules recognize as a runner failure. Covered: bubblewrap missing, bubblewrap
+// refusing (a fake runner, and a real run inside `unshare -U`), no Landlock (a seccomp filter
+// makes its syscalls fail with ENOSYS), and a probe that hangs.
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <chrono>
+
+#include <nlohmann/json.hpp>
+
+#include "harness.hpp"
+
+namespace {
+
+using e2e::exists;
+
+struct Scene {
+    e2e::TempDir home;
+    e2e::TempDir dir{"/var/tmp"};
+    std::string sentinel = dir / "ran";
+    e2e::RunOptions options;
+
+    Scene() {
+        options.env = e2e::isolated_env(home.path());
+        options.cwd = dir.path();
+    }
+    void config(const std::string& text) {
+        mkdir((home / "config").c_str(), 0700);
+        mkdir((home / "config/dsh-confine").c_str(), 0700);
+        e2e::write_file(home / "config/dsh-confine/config.toml", text);
+    }
+    // A runner script in the scene, made executable.
+    std::string fake(const std::string& name, const std::string& body) {
+        const std::string path = dir / name;
+        e2e::write_file(path, "#!/bin/sh\n" + body);
+        chmod(path.c_str(), 0755);
+        return path;
+    }
+    std::vector<std::string> confined(const std::vector<std::string>& options_before) const {
+        std::vector<std::string> args = options_before;
+        args.insert(args.end(), {"--mode", "workspace-write", "--workspace-root", dir.path(), "--", "/usr/bin/touch", sentinel});
+        return args;
+    }
+};
+
+TEST(FailClosed, BwrapMissingAsSoleBackendIsUnavailable) {
+    Scene s;
+    s.config("[provider]\nbackends = [\"bwrap\"]\n[backend.bwrap]\npath = \"/nonexistent/bwrap\"\n");
+    const e2e::Result r = e2e::run(s.confined({}), s.options);
+    EXPECT_EQ(r.status, 125);
+    EXPECT_NE(r.err.find("dsh-confine: error: SANDBOX_UNAVAILABLE: "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("bwrap: "), std::string::npos) << "the candidate's reason is named: " << r.err;
+    EXPECT_FALSE(exists(s.sentinel));
+}
+
+TEST(FailClosed, ForcedMissingBwrapIsUnavailableEvenWithLandlockPresent) {
+    Scene s;
+    s.config("[backend.bwrap]\npath = \"/nonexistent/bwrap\"\n");
+    const e2e::Result r = e2e::run(s.confined({"--backend", "bwrap"}), s.options);
+    EXPECT_EQ(r.status, 125);
+    EXPECT_NE(r.err.find("SANDBOX_UNAVAILABLE"), std::string::npos) << r.err;
+    EXPECT_FALSE(exists(s.sentinel));
+}
+
+TEST(FailClosed, PrintWithNoUsableBackendPrintsAnErrorObject) {
+    Scene s;
+    s.config("[provider]\nbackends = [\"bwrap\"]\n[backend.bwrap]\npath = \"/nonexistent/bwrap\"\n");
+    const e2e::Result r = e2e::run(s.confined({"--print", "--format", "json"}), s.options);
+    EXPECT_EQ(r.status, 125);
+    nlohmann::json error = nlohmann::json::parse(r.out, nullptr, false);
+    ASSERT_TRUE(error.is_object()) << r.out;
+    EXPECT_EQ(error["error"]["code"], "SANDBOX_UNAVAILABLE");
+    EXPECT_EQ(error["error"]["candidates"][0]["backend"], "bwrap");
+}
+
+TEST(FailClosed, RefusingBwrapAsSoleCandidateIsRecognizedAsRunnerFailure) {
+    Scene s;
+    const std::string fake = s.fake("bwrap", "echo 'bwrap: No permissions to create a new namespace, likely because the kernel does not allow non-privileged user namespaces.' >&2\nexit 1\n");
+    s.config("[provider]\nbackends = [\"bwrap\"]\n[backend.bwrap]\npath = \"" + fake + "\"\n");
+    // The sole candidate skips the probe: its refusal at run time is the fail-closed end.
+    const e2e::Result r = e2e::run(s.confined({}), s.options);
+    EXPECT_EQ(r.status, 1);
+    EXPECT_FALSE(exists(s.sentinel));
+    const e2e::Result plan = e2e::run(s.confined({"--print"}), s.options);
+    ASSERT_EQ(plan.status, 0) << plan.err;
+    e2e::write_file(s.dir / "plan.json", plan.out);
+    e2e::RunOptions classify = s.options;
+    classify.input = r.err;
+    const e2e::Result verdict = e2e::run({"classify", "--plan", s.dir / "plan.json", "--exit-code", "1"}, classify);
+    EXPECT_EQ(verdict.status, 0);
+    EXPECT_EQ(e2e::first_line(verdict.out), "runner-failure") << r.err;
+}
+
+TEST(FailClosed, RefusingBwrapInAChainFallsBackToLandlockStillConfined) {
+    Scene s;
+    const std::string fake = s.fake("bwrap", "echo 'bwrap: Creating new namespace failed: Operation not permitted' >&2\nexit 1\n");
+    s.config("[provider]\nbackends = [\"bwrap\", \"landlock\"]\n[backend.bwrap]\npath = \"" + fake + "\"\n");
+    const std::string outside = s.dir / "outside";
+    const e2e::Result r = e2e::run({"--mode", "workspace-write", "--workspace-root", s.home.path(), "--", "/usr/bin/touch", outside},
+                                   s.options);
+    EXPECT_NE(r.status, 0);
+    EXPECT_FALSE(exists(outside)) << "the fallback ran the command unconfined";
+    EXPECT_NE(r.err.find("Permission denied"), std::string::npos) << "Landlock's denial: " << r.err;
+}
+
+TEST(FailClosed, RealBwrapInsideAnUnmappedUserNamespaceFailsClosed) {
+    Scene s;
+    E2E_REQUIRE(e2e::run_program({"/usr/bin/unshare", "-U", "/bin/true"}).status == 0, "unshare -U is not permitted here");
+    s.config("[provider]\nbackends = [\"bwrap\"]\n");
+    e2e::RunOptions options = s.options;
+    options.prefix = {"/usr/bin/unshare", "-U"};
+    const e2e::Result r = e2e::run(s.confined({"run"}), options);
+    EXPECT_EQ(r.status, 125);
+    EXPECT_NE(r.err.find("RUNNER_FAILURE"), std::string::npos) << r.err;
+    EXPECT_FALSE(exists(s.sentinel));
+}
+
+TEST(FailClosed, RealBwrapInsideAnUnmappedUserNamespaceExecPathIsClassifiedRunnerFailure) {
+    Scene s;
+    E2E_REQUIRE(e2e::run_program({"/usr/bin/unshare", "-U", "/bin/true"}).status == 0, "unshare -U is not permitted here");
+    e2e::RunOptions options = s.options;
+    options.prefix = {"/usr/bin/unshare", "-U"};
+    const e2e::Result r = e2e::run(s.confined({"--backend", "bwrap"}), options);
+    EXPECT_NE(r.status, 0);
+    EXPECT_FALSE(exists(s.sentinel));
+    e2e::RunOptions classify = s.options;
+    classify.input = r.err;
+    const e2e::Result verdict =
+        e2e::run({"classify", "--backend", "bwrap", "--exit-code", std::to_string(r.status)}, classify);
+    EXPECT_EQ(e2e::first_line(verdict.out), "runner-failure") << r.err;
+}
+
+TEST(FailClosed, DefaultChainInsideAnUnmappedUserNamespaceStillConfines) {
+    Scene s;
+    E2E_REQUIRE(e2e::run_program({"/usr/bin/unshare", "-U", "/bin/true"}).status == 0, "unshare -U is not permitted here");
+    e2e::RunOptions options = s.options;
+    options.prefix = {"/usr/bin/unshare", "-U"};
+    const std::string outside = s.dir / "outside";
+    const e2e::Result r = e2e::run({"--mode", "workspace-write", "--workspace-root", s.home.path(), "--", "/usr/bin/touch", outside},
+                                   options);
+    EXPECT_NE(r.status, 0);
+    EXPECT_FALSE(exists(outside));
+}
+
+TEST(FailClosed, NoLandlockIsUnavailable) {
+    Scene s;
+    e2e::RunOptions options = s.options;
+    options.prefix = {NO_LANDLOCK_BINARY};
+    const e2e::Result r = e2e::run(s.confined({"--backend", "landlock"}), options);
+    EXPECT_EQ(r.status, 125);
+    EXPECT_NE(r.err.find("SANDBOX_UNAVAILABLE"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("ENOSYS"), std::string::npos) << r.err;
+    EXPECT_FALSE(exists(s.sentinel));
+}
+
+TEST(FailClosed, NoLandlockRunnerRefusesAPrintedPlan) {
+    Scene s;
+    const e2e::Result plan = e2e::run(s.confined({"--backend", "landlock", "--print"}), s.options);
+    ASSERT_EQ(plan.status, 0) << plan.err;
+    std::vector<std::string> argv = nlohmann::json::parse(plan.out)["argv"].get<std::vector<std::string>>();
+    argv.insert(argv.begin(), NO_LANDLOCK_BINARY);
+    const e2e::Result r = e2e::run_program(argv, s.options);
+    EXPECT_EQ(r.status, 125);
+    EXPECT_NE(r.err.find("dsh-confine: error: LANDLOCK: "), std::string::npos) << r.err;
+    EXPECT_FALSE(exists(s.sentinel));
+}
+
+TEST(FailClosed, NoBackendAtAllNamesEveryCandidate) {
+    Scene s;
+    s.config("[backend.bwrap]\npath = \"/nonexistent/bwrap\"\n");
+    e2e::RunOptions options = s.options;
+    options.prefix = {NO_LANDLOCK_BINARY};
+    const e2e::Result r = e2e::run(s.confined({}), options);
+    EXPECT_EQ(r.status, 125);
+    EXPECT_NE(r.err.find("bwrap: "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("landlock: "), std::string::npos) << r.err;
+    EXPECT_FALSE(exists(s.sentinel));
+}
+
+TEST(FailClosed, HangingProbeTimesOutAndCountsAsUnusable) {
+    Scene s;
+    const std::string fake = s.fake("bwrap", "exec sleep 60\n");
+    s.config("[provider]\nbackends = [\"bwrap\", \"landlock\"]\nprobe_timeout_ms = 300\n[backend.bwrap]\npath = \"" + fake + "\"\n");
+    e2e::RunOptions options = s.options;
+    options.prefix = {NO_LANDLOCK_BINARY};
+    options.timeoutMs = 20000;
+    const auto began = std::chrono::steady_clock::now();
+    const e2e::Result r = e2e::run(s.confined({}), options);
+    const auto took = std::chrono::steady_clock::now() - began;
+    EXPECT_FALSE(r.timedOut);
+    EXPECT_EQ(r.status, 125);
+    EXPECT_NE(r.err.find("did not finish"), std::string::npos) << r.err;
+    EXPECT_LT(took, std::chrono::seconds(15)) << "the hanging probe was not cut off";
+    EXPECT_FALSE(exists(s.sentinel));
+}
+
+TEST(FailClosed, WarmProbeCacheSpawnsNoProbeUntilTheRunnerChanges) {
+    Scene s;
+    const std::string count = s.dir / "probes";
+    const std::string fake = s.fake("bwrap", "echo probe >> '" + count + "'\nexit 1\n");
+    s.config("[provider]\nbackends = [\"bwrap\", \"landlock\"]\n[backend.bwrap]\npath = \"" + fake + "\"\n");
+    const e2e::Result first = e2e::run(s.confined({"--print"}), s.options);
+    ASSERT_EQ(first.status, 0) << first.err;
+    EXPECT_EQ(nlohmann::json::parse(first.out)["backend"], "landlock");
+    EXPECT_EQ(e2e::read_file(count), "probe\n");
+    const e2e::Result second = e2e::run(s.confined({"--print"}), s.options);
+    EXPECT_EQ(second.out, first.out);
+    EXPECT_EQ(e2e::read_file(count), "probe\n") << "a warm cache spawned a probe";
+    // A changed runner is a different identity: probed anew.
+    s.fake("bwrap", "echo probe >> '" + count + "'\nexit 1\n\n");
+    const e2e::Result third = e2e::run(s.confined({"--print"}), s.options);
+    EXPECT_EQ(third.status, 0);
+    EXPECT_EQ(e2e::read_file(count), "probe\nprobe\n");
+}
+
+}  // namespace
