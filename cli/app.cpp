@@ -149,6 +149,26 @@ Resolved resolve(const PolicyOptions& options) {
     return out;
 }
 
+platform::HostContext host_context(const Config& config) {
+    platform::HostContext host;
+    host.cwd = current_dir();
+    std::vector<std::string> own;
+    try {
+        own.push_back(state_dir());
+    } catch (const Error&) {
+    }
+    if (auto cache = cache_dir()) own.push_back(*cache);
+    if (auto xdg = env("XDG_CONFIG_HOME")) own.push_back(*xdg + "/dsh-confine");
+    else if (auto home = env("HOME")) own.push_back(*home + "/.config/dsh-confine");
+    if (config.source != "<built-in>") own.push_back(config.source);
+    for (const auto& path : own) {
+        std::error_code ec;
+        const std::filesystem::path resolved = std::filesystem::weakly_canonical(path, ec);
+        host.protectedPaths.push_back(ec ? path : resolved.string());
+    }
+    return host;
+}
+
 namespace {
 
 std::vector<std::string> chain_for(const PolicyOptions& options, const Config& config) {
@@ -172,9 +192,9 @@ struct ProviderParts {
 
 ProviderParts build_provider(const std::vector<std::string>& chain, const Config& config) {
     ProviderParts parts;
-    const std::string cwd = current_dir();
+    const platform::HostContext host = host_context(config);
     for (const auto& name : chain) {
-        if (auto backend = platform::make_backend(name, config, cwd)) parts.backends.push_back(backend);
+        if (auto backend = platform::make_backend(name, config, host)) parts.backends.push_back(backend);
         else parts.foreign.push_back({name, "not available on " + platform::system_name()});
     }
     if (config.probeCache)
@@ -213,6 +233,12 @@ Planned plan_call(const PolicyOptions& options, const std::vector<std::string>& 
     }
     const SandboxPolicy policy{*mode, out.resolved.policy.workspaceRoot, out.resolved.policy.sessionId,
                                out.resolved.sessionTempDir};
+    if (*mode == ConfinedSandboxMode::WorkspaceWrite) {
+        // dsh-confine's own directories inside the workspace are made now, so that they exist
+        // to be bound read-only: a command must not plant them for a later call to trust.
+        for (const auto& path : paths_within(host_context(out.resolved.config).protectedPaths, policy.workspaceRoot))
+            if (!std::filesystem::exists(path)) posix::make_private_dirs(path);
+    }
     ProviderParts parts = build_provider(chain_for(options, out.resolved.config), out.resolved.config);
     SandboxProvider provider(parts.backends, parts.cache ? &*parts.cache : nullptr, out.resolved.config.probeTimeoutMs);
     ProviderResult result = provider.confine(argv, policy);
@@ -308,7 +334,7 @@ int run_classify(const std::string& plan_file, const std::string& backend, const
         dialect = parse_dialect(read_small_file(plan_file, code::Plan), plan_file);
     } else {
         const Config config = load_configuration(config_file);
-        auto made = platform::make_backend(backend, config, "/");
+        auto made = platform::make_backend(backend, config, platform::HostContext{"/", {}});
         if (!made) {
             const auto& known = known_backend_names();
             if (std::find(known.begin(), known.end(), backend) == known.end()) {

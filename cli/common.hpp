@@ -11,6 +11,7 @@
 #include "../lib/plan.hpp"
 #include "../lib/provider.hpp"
 #include "../lib/types.hpp"
+#include "../platform/platform.hpp"
 
 namespace dsh::cli {
 
@@ -44,6 +45,8 @@ Config load_configuration(const std::string& explicit_file);
 Resolved resolve(const PolicyOptions& options);
 Planned plan_call(const PolicyOptions& options, const std::vector<std::string>& argv, bool json_errors);
 std::optional<std::string> cache_dir();
+// The cwd and dsh-confine's own files (state, cache, config) for the backends.
+platform::HostContext host_context(const Config& config);
 std::string current_dir();
 void write_out(const std::string& text);
 

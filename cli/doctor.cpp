@@ -20,8 +20,9 @@ int run_doctor(const DoctorOptions& options) {
     if (cache_path) cache.emplace(*cache_path);
 
     std::vector<std::shared_ptr<const Backend>> backends;
+    const platform::HostContext host = host_context(config);
     for (const auto& name : known_backend_names())
-        if (auto backend = platform::make_backend(name, config, current_dir())) backends.push_back(backend);
+        if (auto backend = platform::make_backend(name, config, host)) backends.push_back(backend);
     SandboxProvider cached(backends, cache ? &*cache : nullptr, config.probeTimeoutMs);
 
     nlohmann::ordered_json out;

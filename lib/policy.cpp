@@ -30,6 +30,14 @@ std::string canonical_directory(const std::string& path, const std::string& what
     return resolved.string();
 }
 
+std::vector<std::string> paths_within(const std::vector<std::string>& paths, const std::string& root) {
+    std::vector<std::string> out;
+    const std::string prefix = root == "/" ? root : root + "/";
+    for (const auto& path : paths)
+        if (path == root || path.rfind(prefix, 0) == 0) out.push_back(path);
+    return out;
+}
+
 SandboxExecutionPolicy resolve_policy(const SandboxPolicyRequest& request,
                                       const std::optional<SessionPolicyView>& session,
                                       const Config& config, const std::string& process_cwd) {

@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "config.hpp"
 #include "types.hpp"
@@ -33,5 +34,8 @@ SandboxExecutionPolicy resolve_policy(const SandboxPolicyRequest& request,
 // the link's target. The path must be absolute, exist, and be a directory. `what` names the
 // path's origin in messages.
 std::string canonical_directory(const std::string& path, const std::string& what);
+
+// The paths (absolute, canonical) that lie inside `root` or are it.
+std::vector<std::string> paths_within(const std::vector<std::string>& paths, const std::string& root);
 
 }  // namespace dsh

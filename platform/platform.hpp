@@ -15,8 +15,16 @@ namespace dsh::platform {
 // The chain used when the config names none: the best choice for this system.
 std::vector<std::string> default_backend_chain();
 
+// What a backend needs to know about the call besides the policy: where the command runs,
+// and dsh-confine's own files (state, cache, config), which a command must never be able to
+// rewrite, even inside a writable workspace (it could change its own next policy).
+struct HostContext {
+    std::string cwd;
+    std::vector<std::string> protectedPaths;  // absolute, canonical where they exist
+};
+
 // A backend of this system, or nullptr when `name` belongs to another system.
-std::shared_ptr<const Backend> make_backend(const std::string& name, const Config& config, const std::string& cwd);
+std::shared_ptr<const Backend> make_backend(const std::string& name, const Config& config, const HostContext& host);
 
 std::string system_name();
 

@@ -8,7 +8,8 @@
 
 namespace dsh::bwrap {
 
-BwrapBackend::BwrapBackend(BackendConfig config, std::string cwd) : config_(std::move(config)), cwd_(std::move(cwd)) {
+BwrapBackend::BwrapBackend(BackendConfig config, std::string cwd, std::vector<std::string> protected_paths)
+    : config_(std::move(config)), cwd_(std::move(cwd)), protected_(std::move(protected_paths)) {
     const posix::ProgramLookup found = posix::resolve_program(config_.path.value_or("bwrap"));
     if (found.status == posix::Lookup::Found) {
         runner_ = found.path;
@@ -49,7 +50,7 @@ std::string BwrapBackend::probe_identity() const {
 Expected<ConfinedArgv> BwrapBackend::confine(const std::vector<std::string>& argv, const SandboxPolicy& policy) const {
     if (auto present = check(); !present) return Expected<ConfinedArgv>::failure(present.reason());
     ConfinedArgv out;
-    out.argv = build_argv({runner_, cwd_}, argv, policy);
+    out.argv = build_argv({runner_, cwd_, protected_}, argv, policy);
     out.backend = name();
     out.enforcement = SandboxEnforcement::Full;
     Dialect rules = dialect();

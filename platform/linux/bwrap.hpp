@@ -10,7 +10,7 @@ namespace dsh::bwrap {
 class BwrapBackend : public Backend {
 public:
     // `cwd` is where the command will run; `config.path` overrides the PATH lookup of bwrap.
-    BwrapBackend(BackendConfig config, std::string cwd);
+    BwrapBackend(BackendConfig config, std::string cwd, std::vector<std::string> protected_paths);
     std::string name() const override { return "bwrap"; }
     Expected<Usable> check() const override;
     Expected<Usable> probe(int timeout_ms) const override;
@@ -24,6 +24,7 @@ public:
 private:
     BackendConfig config_;
     std::string cwd_;
+    std::vector<std::string> protected_;
     std::string runner_;  // resolved once; empty when not found
 };
 

@@ -1,5 +1,7 @@
 #include "bwrap_argv.hpp"
 
+#include "../../lib/policy.hpp"
+
 namespace dsh::bwrap {
 
 std::vector<std::string> build_argv(const Layout& layout, const std::vector<std::string>& argv,
@@ -10,6 +12,8 @@ std::vector<std::string> build_argv(const Layout& layout, const std::vector<std:
         if (policy.sessionTempDir) out.insert(out.end(), {"--bind", *policy.sessionTempDir, "/tmp"});
         else out.insert(out.end(), {"--tmpfs", "/tmp"});
         out.insert(out.end(), {"--bind", policy.workspaceRoot, policy.workspaceRoot});
+        for (const auto& path : paths_within(layout.protectedPaths, policy.workspaceRoot))
+            out.insert(out.end(), {"--ro-bind-try", path, path});
     }
     out.insert(out.end(), {"--remount-ro", "/dev", "--remount-ro", "/proc", "--unshare-pid", "--new-session",
                            "--die-with-parent", "--cap-drop", "ALL"});

@@ -25,7 +25,10 @@ namespace dsh::bwrap {
 struct Layout {
     std::string runner;  // absolute path of bwrap
     std::string cwd;     // where the command runs
+    // dsh-confine's own files: bound read-only again where they lie inside a writable root.
+    std::vector<std::string> protectedPaths = {};
 };
+
 
 std::vector<std::string> build_argv(const Layout& layout, const std::vector<std::string>& argv,
                                     const SandboxPolicy& policy);

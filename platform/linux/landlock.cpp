@@ -24,6 +24,7 @@
 
 #include "../posix/process.hpp"
 #include "../posix/state_store.hpp"
+#include "../../lib/policy.hpp"
 #include "host.hpp"
 #include "landlock_abi.hpp"
 
@@ -249,8 +250,8 @@ int exec_confined(const RunnerArgs& args, const std::vector<std::string>& argv) 
     return error == ENOENT ? 127 : 126;
 }
 
-LandlockBackend::LandlockBackend(std::string runner, BackendConfig config)
-    : runner_(std::move(runner)), config_(std::move(config)) {}
+LandlockBackend::LandlockBackend(std::string runner, BackendConfig config, std::vector<std::string> protected_paths)
+    : runner_(std::move(runner)), config_(std::move(config)), protected_(std::move(protected_paths)) {}
 
 Expected<Usable> LandlockBackend::check() const {
     std::string why;
@@ -287,6 +288,11 @@ Expected<ConfinedArgv> LandlockBackend::confine(const std::vector<std::string>& 
     out.argv = build_argv(runner_, args, argv);
     out.backend = name();
     out.enforcementGaps = enforcement_gaps(abi);
+    // Landlock rules only add access: a path inside a granted root cannot be taken back.
+    if (policy.mode == ConfinedSandboxMode::WorkspaceWrite)
+        for (const auto& path : paths_within(protected_, policy.workspaceRoot))
+            out.enforcementGaps.push_back("dsh-confine state: " + path +
+                                          " lies inside the workspace and is writable by the command");
     out.enforcement = out.enforcementGaps.empty() ? SandboxEnforcement::Full : SandboxEnforcement::Partial;
     Dialect rules = dialect();
     out.denialSignatures = rules.denialSignatures;

@@ -15,7 +15,7 @@ namespace dsh::landlock {
 
 class LandlockBackend : public Backend {
 public:
-    LandlockBackend(std::string runner, BackendConfig config);
+    LandlockBackend(std::string runner, BackendConfig config, std::vector<std::string> protected_paths = {});
     std::string name() const override { return "landlock"; }
     Expected<Usable> check() const override;
     Expected<Usable> probe(int timeout_ms) const override;
@@ -27,6 +27,7 @@ public:
 private:
     std::string runner_;
     BackendConfig config_;
+    std::vector<std::string> protected_;
 };
 
 // Applies the ruleset for `args` to this process and execs argv. Returns only on failure,

@@ -17,9 +17,10 @@ std::vector<std::string> default_backend_chain() { return {"bwrap", "landlock"};
 
 std::string system_name() { return "Linux"; }
 
-std::shared_ptr<const Backend> make_backend(const std::string& name, const Config& config, const std::string& cwd) {
-    if (name == "bwrap") return std::make_shared<bwrap::BwrapBackend>(config.bwrap, cwd);
-    if (name == "landlock") return std::make_shared<landlock::LandlockBackend>(posix::self_executable(), config.landlock);
+std::shared_ptr<const Backend> make_backend(const std::string& name, const Config& config, const HostContext& host) {
+    if (name == "bwrap") return std::make_shared<bwrap::BwrapBackend>(config.bwrap, host.cwd, host.protectedPaths);
+    if (name == "landlock")
+        return std::make_shared<landlock::LandlockBackend>(posix::self_executable(), config.landlock, host.protectedPaths);
     return nullptr;
 }
 

@@ -297,3 +297,40 @@ TEST(TempArea, BwrapTempAreaIsPrivate) {
 }
 
 }  // namespace
+
+namespace {
+
+// A workspace that contains dsh-confine's own state (HOME as the workspace): the command
+// must not be able to rewrite the session log that decides its next call's mode.
+TEST(OwnState, BwrapKeepsTheSessionLogReadOnlyInsideTheWorkspace) {
+    e2e::TempDir home("/var/tmp");
+    e2e::RunOptions options;
+    options.env = e2e::isolated_env(home.path());
+    ASSERT_EQ(e2e::run({"session", "start", "own", "--cwd", home.path()}, options).status, 0);
+    ASSERT_EQ(e2e::run({"session", "mode", "own", "workspace-write"}, options).status, 0);
+    const std::string log = home / "state/dsh-confine/sessions/own/events.log";
+    const std::string before = read_file(log);
+    const e2e::Result r = e2e::run({"--backend", "bwrap", "--session", "own", "--", "/bin/sh", "-c",
+                                    "echo '{\"type\":\"sandbox/mode\",\"mode\":\"danger-full-access\"}' >> \"$1\"", "sh", log},
+                                   options);
+    EXPECT_NE(r.status, 0);
+    EXPECT_EQ(read_file(log), before);
+    const e2e::Result policy = e2e::run({"policy", "--session", "own"}, options);
+    EXPECT_NE(policy.out.find("\"workspace-write\""), std::string::npos) << policy.out;
+}
+
+TEST(OwnState, LandlockNamesTheStateInsideTheWorkspaceAsAGap) {
+    e2e::TempDir home("/var/tmp");
+    e2e::RunOptions options;
+    options.env = e2e::isolated_env(home.path());
+    const e2e::Result r = e2e::run({"--print", "--backend", "landlock", "--mode", "workspace-write", "--workspace-root",
+                                    home.path(), "--", "true"}, options);
+    ASSERT_EQ(r.status, 0) << r.err;
+    const nlohmann::json plan = nlohmann::json::parse(r.out);
+    bool named = false;
+    for (const auto& gap : plan["enforcementGaps"])
+        named = named || gap.get<std::string>().find(home / "state/dsh-confine") != std::string::npos;
+    EXPECT_TRUE(named) << r.out;
+}
+
+}  // namespace
