@@ -8,7 +8,7 @@
 namespace dsh {
 
 std::string stable_digest(const std::string& text) {
-    std::uint64_t hash = 1469598103934665603ULL;
+    std::uint64_t hash = 14695981039346656037ULL;  // the FNV-1a 64 offset basis, 0xcbf29ce484222325
     for (unsigned char c : text) {
         hash ^= c;
         hash *= 1099511628211ULL;

@@ -1,1 +1,406 @@
+// `dsh-confine run` through the built binary: output and status pass through, the report
+// attributes the result (denial, runner failure with and without the runner's text, a command
+// that fakes a runner message), signals out (death by signal) and in (forwarded to the
+// command), large streams, stdin, and run's own errors.
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
 
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "harness.hpp"
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+::testing::AssertionResult IsError(const e2e::Result& r, const std::string& code, int status = 125) {
+    if (r.timedOut) return ::testing::AssertionFailure() << "timed out";
+    if (r.status != status)
+        return ::testing::AssertionFailure() << "status " << r.status << ", wanted " << status << "; stderr: " << r.err;
+    if (!r.out.empty()) return ::testing::AssertionFailure() << "stdout is not empty: " << r.out;
+    const std::string prefix = "dsh-confine: error: " + code + ": ";
+    if (r.err.rfind(prefix, 0) != 0)
+        return ::testing::AssertionFailure() << "stderr does not start with '" << prefix << "': " << r.err;
+    if (r.err.find('\n') != r.err.size() - 1) return ::testing::AssertionFailure() << "stderr is not one line: " << r.err;
+    return ::testing::AssertionSuccess();
+}
+
+json parse(const std::string& text) { return json::parse(text, nullptr, false); }
+
+bool contains(const std::string& haystack, const std::string& needle) { return haystack.find(needle) != std::string::npos; }
+
+// Whether `doctor --json` finds the backend usable here (its probe included), asked once.
+bool backend_usable(const std::string& name) {
+    static std::map<std::string, bool> answers;
+    if (auto it = answers.find(name); it != answers.end()) return it->second;
+    e2e::TempDir home;
+    e2e::RunOptions options;
+    options.env = e2e::isolated_env(home.path());
+    const json doctor = parse(e2e::run({"doctor", "--json"}, options).out);
+    bool usable = false;
+    if (doctor.is_object() && doctor.contains("backends"))
+        for (const auto& backend : doctor["backends"])
+            if (backend.value("name", "") == name) usable = backend.value("usable", false);
+    return answers[name] = usable;
+}
+
+// dsh-confine spawned in the background, for tests that signal it while it runs: stdout is a
+// pipe the test reads, stderr goes to a file, and the whole process group dies with the object.
+class Background {
+public:
+    Background(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
+               const std::string& stderr_path) {
+        std::map<std::string, std::string> environment;
+        for (char** e = environ; *e; ++e) {
+            const std::string entry = *e;
+            const auto eq = entry.find('=');
+            if (eq != std::string::npos) environment[entry.substr(0, eq)] = entry.substr(eq + 1);
+        }
+        for (const char* name : {"DSH_CONFINE_CONFIG", "DSH_CONFINE_STATE_DIR", "SPDLOG_LEVEL", "TMPDIR"})
+            environment.erase(name);
+        for (const auto& [k, v] : env) environment[k] = v;
+        std::vector<std::string> argv = {e2e::binary()};
+        argv.insert(argv.end(), args.begin(), args.end());
+        std::vector<std::string> env_strings;
+        for (const auto& [k, v] : environment) env_strings.push_back(k + "=" + v);
+        std::vector<char*> c_args, c_env;
+        for (auto& a : argv) c_args.push_back(a.data());
+        c_args.push_back(nullptr);
+        for (auto& e : env_strings) c_env.push_back(e.data());
+        c_env.push_back(nullptr);
+
+        int out[2];
+        if (pipe2(out, O_CLOEXEC) != 0) return;
+        const int err = open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        const int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        pid_ = fork();
+        if (pid_ == 0) {
+            setpgid(0, 0);
+            dup2(null, 0);
+            dup2(out[1], 1);
+            dup2(err, 2);
+            execve(c_args[0], c_args.data(), c_env.data());
+            _exit(122);
+        }
+        close(out[1]);
+        close(err);
+        close(null);
+        out_ = out[0];
+    }
+
+    ~Background() {
+        if (pid_ > 0 && !reaped_) {
+            kill(-pid_, SIGKILL);
+            waitpid(pid_, nullptr, 0);
+        }
+        if (out_ >= 0) close(out_);
+    }
+    Background(const Background&) = delete;
+    Background& operator=(const Background&) = delete;
+
+    bool started() const { return pid_ > 0 && out_ >= 0; }
+    pid_t pid() const { return pid_; }
+
+    // Reads stdout until it holds `line` followed by a newline.
+    bool wait_for_line(const std::string& line, int timeout_ms) {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+        while (!contains(out_text_, line + "\n")) {
+            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+            if (left <= 0) return false;
+            pollfd fd{out_, POLLIN, 0};
+            if (poll(&fd, 1, static_cast<int>(left)) <= 0) continue;
+            char buffer[4096];
+            const ssize_t n = read(out_, buffer, sizeof buffer);
+            if (n <= 0) return false;
+            out_text_.append(buffer, static_cast<std::size_t>(n));
+        }
+        return true;
+    }
+
+    // The exit status (128+signal when killed), or -1 when it did not end in time (it is killed).
+    int wait(int timeout_ms) {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+        int status = 0;
+        while (true) {
+            const pid_t done = waitpid(pid_, &status, WNOHANG);
+            if (done == pid_) break;
+            if (done < 0 && errno != EINTR) return -1;
+            if (std::chrono::steady_clock::now() >= deadline) {
+                kill(-pid_, SIGKILL);
+                waitpid(pid_, nullptr, 0);
+                reaped_ = true;
+                return -1;
+            }
+            usleep(10000);
+        }
+        reaped_ = true;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    }
+
+private:
+    pid_t pid_ = -1;
+    int out_ = -1;
+    bool reaped_ = false;
+    std::string out_text_;
+};
+
+class Run : public ::testing::Test {
+protected:
+    e2e::TempDir home;
+    e2e::TempDir scratch;
+
+    e2e::RunOptions options() const {
+        e2e::RunOptions o;
+        o.env = e2e::isolated_env(home.path());
+        return o;
+    }
+    e2e::Result dsh(const std::vector<std::string>& args) const { return e2e::run(args, options()); }
+    e2e::Result dsh(const std::vector<std::string>& args, const e2e::RunOptions& o) const { return e2e::run(args, o); }
+
+    std::string report_path() const { return scratch / "report.json"; }
+    json report() const { return parse(e2e::read_file(report_path())); }
+    std::string sentinel() const { return scratch / "sentinel"; }
+    std::string dir(const std::string& name) const {
+        fs::create_directories(scratch / name);
+        return scratch / name;
+    }
+
+    // A stand-in for bwrap, configured as [backend.bwrap] path: prints `text` to stderr and
+    // exits 1 without ever running the command. Returns the config file.
+    std::string fake_bwrap(const std::string& text) const {
+        const std::string script = scratch / "fake-bwrap";
+        e2e::write_file(script, "#!/bin/sh\n" + (text.empty() ? "" : "echo '" + text + "' >&2\n") + "exit 1\n");
+        fs::permissions(script, fs::perms::owner_all);
+        const std::string config = scratch / "config.toml";
+        e2e::write_file(config, "[backend.bwrap]\npath = \"" + script + "\"\n");
+        return config;
+    }
+};
+
+class RunBwrap : public Run {
+protected:
+    void SetUp() override { E2E_REQUIRE(backend_usable("bwrap"), "bwrap is not usable on this host"); }
+};
+
+class RunLandlock : public Run {
+protected:
+    void SetUp() override { E2E_REQUIRE(backend_usable("landlock"), "Landlock is not usable on this host"); }
+};
+
+// --- pass-through -----------------------------------------------------------------------
+
+TEST_F(RunBwrap, SuccessExitsZeroAndPassesStdoutThrough) {
+    const e2e::Result r = dsh({"run", "--", "echo", "hello from inside"});
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(r.out, "hello from inside\n");
+    EXPECT_EQ(r.err, "");
+}
+
+TEST_F(RunBwrap, SuccessReportSaysSuccessAndStarted) {
+    const e2e::Result r = dsh({"run", "--report", report_path(), "--", "true"});
+    ASSERT_EQ(r.status, 0) << r.err;
+    const json rep = report();
+    ASSERT_TRUE(rep.is_object()) << e2e::read_file(report_path());
+    EXPECT_EQ(rep["verdict"]["verdict"], "success");
+    EXPECT_EQ(rep["exitCode"], 0);
+    EXPECT_EQ(rep["started"], true);
+    EXPECT_EQ(rep["backend"], "bwrap");
+    EXPECT_EQ(rep["argv"], json::array({"true"}));
+}
+
+TEST_F(RunBwrap, OrdinaryFailureStatusPassesThrough) {
+    const e2e::Result r = dsh({"run", "--", "sh", "-c", "exit 3"});
+    EXPECT_EQ(r.status, 3) << r.err;
+    EXPECT_EQ(r.err, "");
+}
+
+TEST_F(RunBwrap, StdinPassesThrough) {
+    e2e::RunOptions o = options();
+    o.input = "hello\n";
+    const e2e::Result r = dsh({"run", "--", "cat"}, o);
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(r.out, "hello\n");
+}
+
+TEST_F(RunBwrap, LargeFastStderrPassesThroughWhole) {
+    constexpr std::size_t kSize = 50000000;
+    const e2e::Result r = dsh({"run", "--", "sh", "-c", "head -c 50000000 /dev/zero | tr '\\0' x >&2"});
+    EXPECT_EQ(r.status, 0);
+    EXPECT_EQ(r.err.size(), kSize);
+    EXPECT_EQ(static_cast<std::size_t>(std::count(r.err.begin(), r.err.end(), 'x')), kSize);
+    EXPECT_EQ(r.out, "");
+}
+
+TEST_F(Run, DangerFullAccessPassesStatusThroughWithoutABackend) {
+    const e2e::Result r = dsh({"run", "--mode", "danger-full-access", "--report", report_path(), "--", "sh", "-c", "exit 4"});
+    EXPECT_EQ(r.status, 4) << r.err;
+    const json rep = report();
+    EXPECT_TRUE(rep["backend"].is_null());
+    EXPECT_EQ(rep["verdict"]["verdict"], "failure");
+}
+
+// --- attribution ------------------------------------------------------------------------
+
+TEST_F(RunBwrap, DenialIsReportedAsDenialOfAStartedCommand) {
+    const std::string ws = dir("ws");
+    const e2e::Result r = dsh({"run", "--mode", "read-only", "--workspace-root", ws, "--report", report_path(), "--",
+                               "touch", ws + "/file"});
+    EXPECT_EQ(r.status, 1);
+    EXPECT_TRUE(contains(r.err, "Read-only file system")) << r.err;
+    EXPECT_FALSE(e2e::exists(ws + "/file"));
+    const json rep = report();
+    ASSERT_TRUE(rep.is_object());
+    EXPECT_EQ(rep["verdict"]["verdict"], "denial");
+    EXPECT_EQ(rep["verdict"]["signature"], "read-only file system");
+    EXPECT_EQ(rep["started"], true);
+}
+
+TEST_F(Run, RunnerFailureWithTheRunnersTextIs125) {
+    const std::string config = fake_bwrap("bwrap: Creating new namespace failed: Operation not permitted");
+    const e2e::Result r = dsh({"run", "--config", config, "--backend", "bwrap", "--report", report_path(), "--", "touch",
+                               sentinel()});
+    EXPECT_EQ(r.status, 125);
+    EXPECT_EQ(r.out, "");
+    EXPECT_TRUE(contains(r.err, "dsh-confine: error: RUNNER_FAILURE: ")) << r.err;
+    EXPECT_FALSE(e2e::exists(sentinel()));
+    const json rep = report();
+    ASSERT_TRUE(rep.is_object());
+    EXPECT_EQ(rep["verdict"]["verdict"], "runner-failure");
+    EXPECT_EQ(rep["verdict"]["signature"], "bwrap: Creating new namespace failed");
+    EXPECT_EQ(rep["started"], false);
+}
+
+TEST_F(Run, RunnerFailureWithoutAnyTextIsStill125) {
+    const std::string config = fake_bwrap("");
+    const e2e::Result r = dsh({"run", "--config", config, "--backend", "bwrap", "--report", report_path(), "--", "touch",
+                               sentinel()});
+    EXPECT_TRUE(IsError(r, "RUNNER_FAILURE"));
+    EXPECT_FALSE(e2e::exists(sentinel()));
+    const json rep = report();
+    ASSERT_TRUE(rep.is_object());
+    EXPECT_EQ(rep["verdict"]["verdict"], "runner-failure");
+    EXPECT_EQ(rep["started"], false);
+}
+
+TEST_F(RunBwrap, CommandPrintingARunnerMessageIsAnOrdinaryFailure) {
+    const e2e::Result r = dsh({"run", "--report", report_path(), "--", "sh", "-c",
+                               "echo 'bwrap: Creating new namespace failed: Operation not permitted' >&2; exit 1"});
+    EXPECT_EQ(r.status, 1);
+    EXPECT_FALSE(contains(r.err, "RUNNER_FAILURE")) << r.err;
+    const json rep = report();
+    ASSERT_TRUE(rep.is_object());
+    EXPECT_EQ(rep["verdict"]["verdict"], "failure");
+    EXPECT_EQ(rep["started"], true);
+}
+
+// --- signals out ------------------------------------------------------------------------
+
+TEST_F(RunLandlock, DeathBySignalIs128PlusSignalAndReported) {
+    const e2e::Result r = dsh({"run", "--backend", "landlock", "--report", report_path(), "--", "sh", "-c", "kill -TERM $$"});
+    EXPECT_EQ(r.status, 143) << r.err;
+    const json rep = report();
+    ASSERT_TRUE(rep.is_object());
+    EXPECT_EQ(rep["signal"], 15);
+    EXPECT_TRUE(rep["exitCode"].is_null());
+}
+
+TEST_F(Run, DeathBySignalUnconfinedIsReported) {
+    const e2e::Result r =
+        dsh({"run", "--mode", "danger-full-access", "--report", report_path(), "--", "sh", "-c", "kill -TERM $$"});
+    EXPECT_EQ(r.status, 143) << r.err;
+    EXPECT_EQ(report()["signal"], 15);
+}
+
+// bwrap's pid-1 init turns the command's death by SIGTERM into its own exit(143), so the
+// report says exitCode 143, signal null. Found bug, see the report.
+TEST_F(RunBwrap, DISABLED_DeathBySignalIsReportedUnderBwrap) {
+    const e2e::Result r = dsh({"run", "--backend", "bwrap", "--report", report_path(), "--", "sh", "-c", "kill -TERM $$"});
+    EXPECT_EQ(r.status, 143) << r.err;
+    EXPECT_EQ(report()["signal"], 15) << e2e::read_file(report_path());
+}
+
+// --- signals in -------------------------------------------------------------------------
+
+constexpr const char* kTrapScript = "trap 'exit 42' USR1; echo ready; while :; do sleep 0.05; done";
+
+// Runs `run --backend BACKEND -- sh -c SCRIPT`, sends `sig` to dsh-confine once the command
+// said "ready", and returns the exit status (-1: it did not end).
+int signal_into_run(const std::string& backend, const std::string& script, int sig,
+                    const e2e::RunOptions& options, const std::string& stderr_path) {
+    Background child({"run", "--backend", backend, "--", "sh", "-c", script}, options.env, stderr_path);
+    if (!child.started()) return -2;
+    if (!child.wait_for_line("ready", 20000)) return -3;
+    kill(child.pid(), sig);
+    return child.wait(20000);
+}
+
+TEST_F(RunLandlock, SignalIsForwardedToTheCommand) {
+    const int status = signal_into_run("landlock", kTrapScript, SIGUSR1, options(), scratch / "stderr");
+    EXPECT_EQ(status, 42) << e2e::read_file(scratch / "stderr");
+}
+
+// dsh-confine forwards the signal to bwrap, which does not relay it: bwrap dies of SIGUSR1
+// and the run ends as RUNNER_FAILURE (125). Found bug, see the report.
+TEST_F(RunBwrap, DISABLED_SignalIsForwardedToTheCommand) {
+    const int status = signal_into_run("bwrap", kTrapScript, SIGUSR1, options(), scratch / "stderr");
+    EXPECT_EQ(status, 42) << e2e::read_file(scratch / "stderr");
+}
+
+// Whatever the runner does with a signal, a command that already ran is never reported as a
+// runner failure that "ran nothing". Found bug, see the report.
+TEST_F(RunBwrap, DISABLED_RunnerKilledAfterTheCommandStartedIsNotRunnerFailure) {
+    const int status = signal_into_run("bwrap", "echo ready; while :; do sleep 0.05; done", SIGTERM, options(),
+                                       scratch / "stderr");
+    const std::string err = e2e::read_file(scratch / "stderr");
+    EXPECT_EQ(status, 143) << err;
+    EXPECT_FALSE(contains(err, "RUNNER_FAILURE")) << err;
+}
+
+// --- run's own errors -------------------------------------------------------------------
+
+TEST_F(Run, RequireFullRefusesLandlockAndNothingRuns) {
+    E2E_REQUIRE(backend_usable("landlock"), "Landlock is not usable on this host");
+    const std::string ws = dir("ws");
+    const e2e::Result r = dsh({"run", "--mode", "workspace-write", "--workspace-root", ws, "--backend", "landlock",
+                               "--require-full", "--", "touch", ws + "/sentinel"});
+    EXPECT_TRUE(IsError(r, "ENFORCEMENT_PARTIAL"));
+    EXPECT_FALSE(e2e::exists(ws + "/sentinel"));
+}
+
+TEST_F(Run, BadReportFdIsUsageErrorAndNothingRuns) {
+    const e2e::Result r =
+        dsh({"run", "--mode", "danger-full-access", "--report-fd", "97", "--", "touch", sentinel()});
+    EXPECT_TRUE(IsError(r, "USAGE"));
+    EXPECT_FALSE(e2e::exists(sentinel()));
+}
+
+TEST_F(Run, ReportAndReportFdTogetherIsUsageError) {
+    const e2e::Result r = dsh({"run", "--mode", "danger-full-access", "--report", report_path(), "--report-fd", "2",
+                               "--", "touch", sentinel()});
+    EXPECT_TRUE(IsError(r, "USAGE"));
+    EXPECT_FALSE(e2e::exists(sentinel()));
+}
+
+TEST_F(Run, ProgramNotFoundIs127) {
+    EXPECT_TRUE(IsError(dsh({"run", "--", "dsh-e2e-no-such-program"}), "COMMAND_NOT_FOUND", 127));
+}
+
+TEST_F(Run, NoProgramIsUsageError) { EXPECT_TRUE(IsError(dsh({"run", "--mode", "danger-full-access"}), "USAGE")); }
+
+}  // namespace

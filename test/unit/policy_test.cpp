@@ -1,1 +1,258 @@
+// Policy resolution: the precedence of mode and root, and canonical_directory's realpath
+// semantics and refusals.
+#include "lib/policy.hpp"
 
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "lib/error.hpp"
+
+namespace dsh {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A fresh, canonical directory under the system temp directory, removed with its contents.
+class TempDir {
+public:
+    TempDir() {
+        static std::atomic<unsigned> counter{0};
+        std::random_device random;
+        const fs::path made = fs::temp_directory_path() /
+                              ("dsh-policy-test-" + std::to_string(random()) + "-" + std::to_string(counter++));
+        fs::create_directories(made);
+        path_ = fs::canonical(made);  // the system temp directory may itself be a symlink
+    }
+    ~TempDir() {
+        std::error_code ec;
+        fs::remove_all(path_, ec);
+    }
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+
+    std::string dir(const std::string& name) const {
+        fs::create_directories(path_ / name);
+        return (path_ / name).string();
+    }
+    std::string path(const std::string& name) const { return (path_ / name).string(); }
+    std::string root() const { return path_.string(); }
+
+private:
+    fs::path path_;
+};
+
+// The message of the WORKSPACE_ROOT error `action` throws.
+template <typename Action>
+std::string workspace_root_error(Action action) {
+    try {
+        action();
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), "WORKSPACE_ROOT") << e.what();
+        return e.what();
+    }
+    ADD_FAILURE() << "no error was thrown";
+    return "";
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// Every precedence test runs with the directories of one fixture.
+class ResolvePolicy : public ::testing::Test {
+protected:
+    TempDir tmp;
+    const std::string sessionCwd = tmp.dir("session");
+    const std::string requestRoot = tmp.dir("request");
+    const std::string configRoot = tmp.dir("config");
+    const std::string processCwd = tmp.dir("process");
+
+    Config config_with(std::optional<SandboxMode> mode, std::optional<std::string> root) const {
+        Config config;
+        config.defaultMode = mode;
+        config.workspaceRoot = std::move(root);
+        return config;
+    }
+};
+
+TEST_F(ResolvePolicy, RequestModeOutranksSessionLastMode) {
+    SandboxPolicyRequest request;
+    request.mode = SandboxMode::DangerFullAccess;
+    const SessionPolicyView session{sessionCwd, SandboxMode::WorkspaceWrite};
+    const auto policy = resolve_policy(request, session, config_with(SandboxMode::ReadOnly, {}), processCwd);
+    EXPECT_EQ(policy.mode, SandboxMode::DangerFullAccess);
+}
+
+TEST_F(ResolvePolicy, SessionLastModeOutranksConfigDefault) {
+    const SessionPolicyView session{sessionCwd, SandboxMode::WorkspaceWrite};
+    const auto policy = resolve_policy({}, session, config_with(SandboxMode::DangerFullAccess, {}), processCwd);
+    EXPECT_EQ(policy.mode, SandboxMode::WorkspaceWrite);
+}
+
+TEST_F(ResolvePolicy, SessionWithoutModeEventsFallsBackToConfigDefault) {
+    const SessionPolicyView session{sessionCwd, std::nullopt};
+    const auto policy = resolve_policy({}, session, config_with(SandboxMode::WorkspaceWrite, {}), processCwd);
+    EXPECT_EQ(policy.mode, SandboxMode::WorkspaceWrite);
+}
+
+TEST_F(ResolvePolicy, ConfigDefaultModeOutranksBuiltIn) {
+    const auto policy = resolve_policy({}, std::nullopt, config_with(SandboxMode::WorkspaceWrite, {}), processCwd);
+    EXPECT_EQ(policy.mode, SandboxMode::WorkspaceWrite);
+}
+
+TEST_F(ResolvePolicy, BuiltInModeIsReadOnly) {
+    const auto policy = resolve_policy({}, std::nullopt, Config{}, processCwd);
+    EXPECT_EQ(policy.mode, SandboxMode::ReadOnly);
+}
+
+TEST_F(ResolvePolicy, SessionCwdOutranksConfigRootAndProcessCwd) {
+    const SessionPolicyView session{sessionCwd, std::nullopt};
+    const auto policy = resolve_policy({}, session, config_with({}, configRoot), processCwd);
+    EXPECT_EQ(policy.workspaceRoot, sessionCwd);
+}
+
+TEST_F(ResolvePolicy, RequestRootOutranksConfigRoot) {
+    SandboxPolicyRequest request;
+    request.workspaceRoot = requestRoot;
+    const auto policy = resolve_policy(request, std::nullopt, config_with({}, configRoot), processCwd);
+    EXPECT_EQ(policy.workspaceRoot, requestRoot);
+}
+
+TEST_F(ResolvePolicy, ConfigRootOutranksProcessCwd) {
+    const auto policy = resolve_policy({}, std::nullopt, config_with({}, configRoot), processCwd);
+    EXPECT_EQ(policy.workspaceRoot, configRoot);
+}
+
+TEST_F(ResolvePolicy, ProcessCwdIsTheLastFallback) {
+    const auto policy = resolve_policy({}, std::nullopt, Config{}, processCwd);
+    EXPECT_EQ(policy.workspaceRoot, processCwd);
+}
+
+TEST_F(ResolvePolicy, RequestRootEqualToSessionCwdIsAccepted) {
+    SandboxPolicyRequest request;
+    request.workspaceRoot = sessionCwd;
+    const auto policy = resolve_policy(request, SessionPolicyView{sessionCwd, std::nullopt}, Config{}, processCwd);
+    EXPECT_EQ(policy.workspaceRoot, sessionCwd);
+}
+
+TEST_F(ResolvePolicy, RequestRootContradictingSessionCwdIsAnError) {
+    SandboxPolicyRequest request;
+    request.workspaceRoot = requestRoot;
+    request.sessionId = "s1";
+    const std::string message = workspace_root_error([&] {
+        resolve_policy(request, SessionPolicyView{sessionCwd, std::nullopt}, Config{}, processCwd);
+    });
+    EXPECT_TRUE(contains(message, "contradicts session 's1'")) << message;
+}
+
+TEST_F(ResolvePolicy, SameRootThroughASymlinkIsNoContradiction) {
+    fs::create_directory_symlink(sessionCwd, tmp.path("session-link"));
+    SandboxPolicyRequest request;
+    request.workspaceRoot = tmp.path("session-link");
+    const auto policy = resolve_policy(request, SessionPolicyView{sessionCwd, std::nullopt}, Config{}, processCwd);
+    EXPECT_EQ(policy.workspaceRoot, sessionCwd);
+}
+
+TEST_F(ResolvePolicy, SameRootWithRedundantComponentsIsNoContradiction) {
+    SandboxPolicyRequest request;
+    request.workspaceRoot = tmp.root() + "/./request/../session/";
+    const auto policy = resolve_policy(request, SessionPolicyView{sessionCwd, std::nullopt}, Config{}, processCwd);
+    EXPECT_EQ(policy.workspaceRoot, sessionCwd);
+}
+
+TEST_F(ResolvePolicy, RootIsCanonicalized) {
+    fs::create_directory_symlink(configRoot, tmp.path("config-link"));
+    const auto policy = resolve_policy({}, std::nullopt, config_with({}, tmp.path("config-link")), processCwd);
+    EXPECT_EQ(policy.workspaceRoot, configRoot);
+}
+
+TEST_F(ResolvePolicy, SessionIdIsCarriedFromTheRequest) {
+    SandboxPolicyRequest request;
+    request.sessionId = "s-42";
+    const auto policy = resolve_policy(request, SessionPolicyView{sessionCwd, std::nullopt}, Config{}, processCwd);
+    EXPECT_EQ(policy.sessionId, "s-42");
+}
+
+TEST_F(ResolvePolicy, AgentlessCallHasNoSessionId) {
+    EXPECT_EQ(resolve_policy({}, std::nullopt, Config{}, processCwd).sessionId, std::nullopt);
+}
+
+TEST_F(ResolvePolicy, MissingSessionCwdIsAnError) {
+    const std::string gone = tmp.path("gone");
+    const std::string message = workspace_root_error(
+        [&] { resolve_policy({}, SessionPolicyView{gone, std::nullopt}, Config{}, processCwd); });
+    EXPECT_TRUE(contains(message, "does not exist")) << message;
+}
+
+TEST(CanonicalDirectory, RelativePathIsRefused) {
+    const std::string message = workspace_root_error([] { canonical_directory("ws/project", "--workspace-root"); });
+    EXPECT_TRUE(contains(message, "is not an absolute path")) << message;
+    EXPECT_TRUE(contains(message, "--workspace-root 'ws/project'")) << message;
+}
+
+TEST(CanonicalDirectory, EmptyPathIsRefused) {
+    const std::string message = workspace_root_error([] { canonical_directory("", "--workspace-root"); });
+    EXPECT_TRUE(contains(message, "is not an absolute path")) << message;
+}
+
+TEST(CanonicalDirectory, MissingPathIsRefused) {
+    TempDir tmp;
+    const std::string message = workspace_root_error([&] { canonical_directory(tmp.path("missing"), "root"); });
+    EXPECT_TRUE(contains(message, "does not exist")) << message;
+}
+
+TEST(CanonicalDirectory, RegularFileIsRefused) {
+    TempDir tmp;
+    std::ofstream(tmp.path("file")) << "x";
+    const std::string message = workspace_root_error([&] { canonical_directory(tmp.path("file"), "root"); });
+    EXPECT_TRUE(contains(message, "is not a directory")) << message;
+}
+
+TEST(CanonicalDirectory, PathThroughARegularFileIsRefused) {
+    TempDir tmp;
+    std::ofstream(tmp.path("file")) << "x";
+    const std::string message = workspace_root_error([&] { canonical_directory(tmp.path("file") + "/sub", "root"); });
+    EXPECT_TRUE(contains(message, "not a directory")) << message;
+}
+
+TEST(CanonicalDirectory, DanglingSymlinkIsRefused) {
+    TempDir tmp;
+    fs::create_directory_symlink(tmp.path("nowhere"), tmp.path("dangling"));
+    const std::string message = workspace_root_error([&] { canonical_directory(tmp.path("dangling"), "root"); });
+    EXPECT_TRUE(contains(message, "is a dangling symlink")) << message;
+}
+
+TEST(CanonicalDirectory, SymlinkLoopIsRefused) {
+    TempDir tmp;
+    fs::create_directory_symlink(tmp.path("loop-b"), tmp.path("loop-a"));
+    fs::create_directory_symlink(tmp.path("loop-a"), tmp.path("loop-b"));
+    const std::string message = workspace_root_error([&] { canonical_directory(tmp.path("loop-a"), "root"); });
+    EXPECT_TRUE(contains(message, "is a symlink loop")) << message;
+}
+
+TEST(CanonicalDirectory, SymlinkToADirectoryResolvesToItsTarget) {
+    TempDir tmp;
+    const std::string target = tmp.dir("a/b");
+    fs::create_directory_symlink("a/b", tmp.path("l"));
+    EXPECT_EQ(canonical_directory(tmp.path("l"), "root"), target);
+}
+
+TEST(CanonicalDirectory, DotDotAfterASymlinkIsThePhysicalParentOfItsTarget) {
+    TempDir tmp;
+    tmp.dir("a/b");
+    fs::create_directory_symlink("a/b", tmp.path("l"));
+    // Lexically, tmp/l/.. would be tmp itself; physically it is the parent of a/b.
+    EXPECT_EQ(canonical_directory(tmp.path("l") + "/..", "root"), tmp.path("a"));
+}
+
+TEST(CanonicalDirectory, TrailingSlashAndDotsAreRemoved) {
+    TempDir tmp;
+    const std::string target = tmp.dir("a");
+    EXPECT_EQ(canonical_directory(tmp.root() + "/./a/", "root"), target);
+}
+
+}  // namespace
+}  // namespace dsh
