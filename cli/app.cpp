@@ -42,14 +42,18 @@ std::optional<std::string> env(const char* name) {
     return std::string(value);
 }
 
+// The XDG base directory spec: a relative $XDG_* value is ignored.
 std::string home_relative(const char* xdg, const char* fallback, const char* what) {
-    if (auto base = env(xdg)) return *base + "/dsh-confine";
-    if (auto home = env("HOME")) return *home + "/" + fallback + "/dsh-confine";
-    throw Error(code::State, std::string("neither $") + xdg + " nor $HOME is set: no place for the " + what);
+    if (auto base = env(xdg); base && base->front() == '/') return *base + "/dsh-confine";
+    if (auto home = env("HOME"); home && home->front() == '/') return *home + "/" + fallback + "/dsh-confine";
+    throw Error(code::State, std::string("neither $") + xdg + " nor $HOME is an absolute path: no place for the " + what);
 }
 
 std::string state_dir() {
-    if (auto dir = env("DSH_CONFINE_STATE_DIR")) return *dir;
+    if (auto dir = env("DSH_CONFINE_STATE_DIR")) {
+        if (dir->front() != '/') throw Error(code::State, "$DSH_CONFINE_STATE_DIR must be an absolute path, not '" + *dir + "'");
+        return *dir;
+    }
     return home_relative("XDG_STATE_HOME", ".local/state", "state directory");
 }
 
@@ -86,15 +90,24 @@ std::string current_dir() {
 
 namespace {
 
-void add_policy_options(CLI::App& app, PolicyOptions& options, bool with_backend) {
-    app.add_option("--mode", options.mode, "read-only | workspace-write | danger-full-access (an approved explicit mode)");
-    app.add_option("--workspace-root", options.workspaceRoot, "the directory workspace-write may write under (agentless calls)");
-    app.add_option("--session", options.session, "the calling session: its cwd is the root, its log the mode");
-    app.add_option("--config", options.config, "the config file (instead of the lookup order)");
+// An empty value is refused, never taken for an absent option: `--session "$S"` with S unset
+// must not silently run agentless.
+const CLI::Validator kNonEmpty(
+    [](std::string& value) { return value.empty() ? std::string("must not be empty") : std::string(); }, "NONEMPTY");
+
+std::vector<CLI::Option*> add_policy_options(CLI::App& app, PolicyOptions& options, bool with_backend) {
+    std::vector<CLI::Option*> added = {
+        app.add_option("--mode", options.mode, "read-only | workspace-write | danger-full-access (an approved explicit mode)")
+            ->check(kNonEmpty),
+        app.add_option("--workspace-root", options.workspaceRoot, "the directory workspace-write may write under (agentless calls)")
+            ->check(kNonEmpty),
+        app.add_option("--session", options.session, "the calling session: its cwd is the root, its log the mode")->check(kNonEmpty),
+        app.add_option("--config", options.config, "the config file (instead of the lookup order)")->check(kNonEmpty)};
     if (with_backend) {
-        app.add_option("--backend", options.backend, "force one backend, no chain (bwrap, landlock, ...)");
-        app.add_flag("--require-full", options.requireFull, "refuse a plan whose enforcement is partial");
+        added.push_back(app.add_option("--backend", options.backend, "force one backend, no chain (bwrap, landlock, ...)")->check(kNonEmpty));
+        added.push_back(app.add_flag("--require-full", options.requireFull, "refuse a plan whose enforcement is partial"));
     }
+    return added;
 }
 
 }  // namespace
@@ -142,10 +155,6 @@ Resolved resolve(const PolicyOptions& options) {
         view = SessionPolicyView{state.cwd, state.last_mode()};
     }
     out.policy = resolve_policy(request, view, out.config, current_dir());
-    if (storage && out.policy.mode == SandboxMode::WorkspaceWrite) {
-        Sessions sessions(*storage);
-        out.sessionTempDir = sessions.temp_dir(options.session);
-    }
     return out;
 }
 
@@ -225,11 +234,17 @@ void write_out(const std::string& text) {
 Planned plan_call(const PolicyOptions& options, const std::vector<std::string>& argv, bool json_errors) {
     if (argv.empty()) throw Error(code::Usage, "no PROGRAM given (usage: dsh-confine [OPTIONS] [--] PROGRAM [ARG...])");
     Planned out{resolve(options), {}, std::nullopt};
+    const std::vector<std::string> chain = chain_for(options, out.resolved.config);  // a bad --backend is an error in every mode
     check_program(argv, nullptr);
     const std::optional<ConfinedSandboxMode> mode = confined(out.resolved.policy.mode);
     if (!mode) {
         out.plan = unconfined_plan(out.resolved.policy, argv);
         return out;
+    }
+    if (out.resolved.policy.sessionId && *mode == ConfinedSandboxMode::WorkspaceWrite) {
+        // The session's temp area is made on its first confined use (not by `policy`).
+        posix::StateDirStorage storage(state_dir());
+        out.resolved.sessionTempDir = Sessions(storage).temp_dir(*out.resolved.policy.sessionId);
     }
     const SandboxPolicy policy{*mode, out.resolved.policy.workspaceRoot, out.resolved.policy.sessionId,
                                out.resolved.sessionTempDir};
@@ -239,7 +254,7 @@ Planned plan_call(const PolicyOptions& options, const std::vector<std::string>& 
         for (const auto& path : paths_within(host_context(out.resolved.config).protectedPaths, policy.workspaceRoot))
             if (!std::filesystem::exists(path)) posix::make_private_dirs(path);
     }
-    ProviderParts parts = build_provider(chain_for(options, out.resolved.config), out.resolved.config);
+    ProviderParts parts = build_provider(chain, out.resolved.config);
     SandboxProvider provider(parts.backends, parts.cache ? &*parts.cache : nullptr, out.resolved.config.probeTimeoutMs);
     ProviderResult result = provider.confine(argv, policy);
     if (!result.confined) {
@@ -479,11 +494,12 @@ int run(int argc, char** argv) {
     app.add_option("--log-level", log_level, "trace, debug, info, warn (default), error, critical, off");
 
     PolicyOptions main_options;
-    add_policy_options(app, main_options, true);
+    std::vector<CLI::Option*> main_only = add_policy_options(app, main_options, true);
     bool print = false;
     std::string format = "json";
-    app.add_flag("--print", print, "print the plan (wrapped argv and facts); run nothing");
-    app.add_option("--format", format, "with --print: json (default) or shell");
+    main_only.push_back(app.add_flag("--print", print, "print the plan (wrapped argv and facts); run nothing"));
+    main_only.push_back(app.add_option("--format", format, "with --print: json (default) or shell"));
+    app.fallthrough();  // -v and --log-level work after a subcommand too
 
     CLI::App* run_cmd = app.add_subcommand("run", "spawn the command confined, pass its output through, attribute the result");
     PolicyOptions run_options;
@@ -563,6 +579,21 @@ int run(int argc, char** argv) {
 
     try {
         apply_verbosity(verbose, log_level);
+        const std::vector<CLI::App*> parsed_subcommands = app.get_subcommands();
+        if (!parsed_subcommands.empty()) {
+            // The main job's options do not carry over into a subcommand: refusing them beats
+            // ignoring them (`dsh-confine --mode bogus policy` must not print a policy).
+            for (const CLI::Option* option : main_only)
+                if (option->count() > 0)
+                    throw Error(code::Usage, option->get_name() + " does not apply to 'dsh-confine " +
+                                                 parsed_subcommands.front()->get_name() +
+                                                 "' (a subcommand's options go after its name)");
+            const CLI::App* sub = parsed_subcommands.front();
+            const bool takes_program = sub == run_cmd || sub == landlock_cmd || sub == effect_cmd;
+            if (!takes_program && !app.remaining().empty())
+                throw Error(code::Usage, "unexpected argument '" + app.remaining().front() + "' for 'dsh-confine " +
+                                             sub->get_name() + "'");
+        }
         if (landlock_cmd->parsed()) {
             std::vector<std::string> rest;
             try {

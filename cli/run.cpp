@@ -28,36 +28,46 @@ int run_confined(const PolicyOptions& options, const std::vector<std::string>& a
     Planned planned = plan_call(options, argv, false);
 
     std::vector<std::string> spawn_argv = planned.plan.argv;
-    std::pair<posix::StartProof, int> proof{posix::StartProof::None, -1};
+    platform::StartProofPlan proof;
     Dialect dialect;
     if (planned.plan.confined) {
         proof = platform::add_start_proof(spawn_argv, planned.plan.confined->backend);
         dialect = {planned.plan.confined->denialSignatures, planned.plan.confined->runnerFailureRules};
     } else {
-        const posix::ProgramLookup found = posix::resolve_program(argv.front());
-        spawn_argv.front() = found.path;
+        spawn_argv.front() = posix::resolve_program(argv.front()).path;
     }
-    if (spawn_argv.front().find('/') == std::string::npos) spawn_argv.front() = posix::resolve_program(spawn_argv.front()).path;
 
     StreamClassifier classifier(dialect);
-    const posix::SupervisedRun outcome =
-        posix::supervise(spawn_argv, proof.first, proof.second, [&](std::string_view chunk) { classifier.feed(chunk); });
+    // Watches for the runner saying the command itself could not be executed.
+    StreamClassifier missing(Dialect{proof.commandMissing.empty() ? std::vector<std::string>{}
+                                                                  : std::vector<std::string>{proof.commandMissing},
+                                     {}});
+    const posix::SupervisedRun outcome = posix::supervise(spawn_argv, proof.proof, proof.fdSlot, [&](std::string_view chunk) {
+        classifier.feed(chunk);
+        if (!proof.commandMissing.empty()) missing.feed(chunk);
+    });
     if (!outcome.spawned) throw Error(code::RunnerExec, outcome.spawnError);
 
     const int status = outcome.signal ? 128 + outcome.signal : outcome.exitCode;
-    Classification verdict = classifier.finish(status);
-    if (outcome.started) {
-        if (*outcome.started && verdict.verdict == Verdict::RunnerFailure) {
-            // The command ran: a runner's message on its stderr is the command's own text.
-            Dialect denial_only{dialect.denialSignatures, {}};
-            verdict = classify(denial_only, "", status);
-            verdict.verdict = status == 0 ? Verdict::Success : Verdict::Failure;
-        } else if (!*outcome.started && verdict.verdict != Verdict::RunnerFailure) {
-            verdict.verdict = Verdict::RunnerFailure;
-            verdict.signature.reset();
-            verdict.rule.reset();
-            if (!verdict.line) verdict.line = "the runner exited with status " + std::to_string(status) + " before starting the command";
+    const bool command_missing = outcome.execFailed || missing.finish(status).verdict == Verdict::Denial;
+    Classification verdict;
+    if (outcome.started && *outcome.started) {
+        // The runner started the command: nothing on stderr can prove a runner failure now.
+        verdict = classifier.finish(status, false);
+    } else if (outcome.started && !command_missing) {
+        // The runner's own proof: it never reached the command.
+        verdict = classifier.finish(status);
+        if (verdict.verdict != Verdict::RunnerFailure) {
+            verdict = Classification{Verdict::RunnerFailure, status, std::nullopt, std::nullopt, std::nullopt};
+            verdict.line = outcome.signal ? "the runner was killed by signal " + std::to_string(outcome.signal) +
+                                                " before starting the command"
+                                          : "the runner exited with status " + std::to_string(status) +
+                                                " before starting the command";
         }
+    } else if (outcome.started) {
+        verdict = classifier.finish(status, false);  // the command is missing: its own failure
+    } else {
+        verdict = classifier.finish(status);  // no proof either way: the rules decide
     }
 
     if (!report_file.empty() || report_fd >= 0) {
@@ -72,7 +82,8 @@ int run_confined(const PolicyOptions& options, const std::vector<std::string>& a
         report["verdict"] = nlohmann::ordered_json::parse(render_json(verdict));
         report["exitCode"] = outcome.signal ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(outcome.exitCode);
         report["signal"] = outcome.signal ? nlohmann::ordered_json(outcome.signal) : nlohmann::ordered_json(nullptr);
-        report["started"] = outcome.started ? nlohmann::ordered_json(*outcome.started) : nlohmann::ordered_json(nullptr);
+        report["started"] = outcome.started ? nlohmann::ordered_json(*outcome.started && !command_missing)
+                                            : nlohmann::ordered_json(nullptr);
         report["durationMs"] = outcome.durationMs;
         const std::string text = report.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
         if (!report_file.empty()) {

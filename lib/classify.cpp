@@ -201,7 +201,7 @@ void StreamClassifier::feed(std::string_view chunk) {
 
 bool StreamClassifier::settled() const { return open_slots_ == 0; }
 
-Classification StreamClassifier::finish(int exit_code) {
+Classification StreamClassifier::finish(int exit_code, bool runner_rules) {
     if (line_open_) end_line();
     Classification result;
     result.exitCode = exit_code;
@@ -209,7 +209,7 @@ Classification StreamClassifier::finish(int exit_code) {
         result.verdict = Verdict::Success;
         return result;
     }
-    for (std::size_t r = 0; r < rule_hits_.size(); ++r) {
+    for (std::size_t r = 0; runner_rules && r < rule_hits_.size(); ++r) {
         const auto& rule = dialect_.runnerFailureRules[r];
         if (rule.allowedExitCodes &&
             std::find(rule.allowedExitCodes->begin(), rule.allowedExitCodes->end(), exit_code) ==

@@ -37,7 +37,9 @@ class StreamClassifier {
 public:
     explicit StreamClassifier(const Dialect& dialect);
     void feed(std::string_view chunk);
-    Classification finish(int exit_code);
+    // `runner_rules` false: the runner is known to have started the command, so its rules are
+    // not applied (a command's own text can never prove a runner failure then).
+    Classification finish(int exit_code, bool runner_rules = true);
     // True once every rule and the denial list have evidence: feeding more cannot change
     // the verdict, so a caller may stop matching (and only drain its input).
     bool settled() const;

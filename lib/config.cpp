@@ -48,13 +48,21 @@ public:
     TableReader(const std::string& file, const toml::table& table, std::string name,
                 std::vector<std::string> known)
         : file_(file), table_(table), name_(std::move(name)), known_(std::move(known)) {
+        // The first unknown key in the file, not in the table's (sorted) order.
+        const toml::key* first = nullptr;
         for (auto&& [key, node] : table_) {
-            const std::string k(key.str());
-            if (std::find(known_.begin(), known_.end(), k) != known_.end()) continue;
+            if (std::find(known_.begin(), known_.end(), std::string(key.str())) != known_.end()) continue;
+            const auto& at = key.source().begin;
+            if (!first || at.line < first->source().begin.line ||
+                (at.line == first->source().begin.line && at.column < first->source().begin.column))
+                first = &key;
+        }
+        if (first) {
+            const std::string k(first->str());
             std::string message = "unknown key '" + k + "' in " + name_;
             if (auto close = did_you_mean(k, known_)) message += " (did you mean '" + *close + "'?)";
             message += "; known keys: " + join(known_);
-            config_error(file_, key.source(), message);
+            config_error(file_, first->source(), message);
         }
     }
 
@@ -269,7 +277,9 @@ Config load_config(const ConfigLookup& lookup) {
     if (lookup.envFile) return load_required(*lookup.envFile, "DSH_CONFINE_CONFIG");
     for (const auto& candidate : lookup.candidates) {
         std::error_code ec;
-        if (fs::is_regular_file(candidate, ec)) return parse_config(read_file(candidate), candidate);
+        if (!fs::exists(candidate, ec)) continue;
+        if (fs::is_directory(candidate, ec)) throw Error(code::Config, candidate + ": is a directory, not a config file");
+        return parse_config(read_file(candidate), candidate);
     }
     return Config{};
 }

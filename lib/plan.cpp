@@ -1,5 +1,7 @@
 #include "plan.hpp"
 
+#include <limits>
+
 #include "classify.hpp"
 #include "error.hpp"
 
@@ -114,11 +116,10 @@ Dialect parse_dialect(std::string_view document, const std::string& source) {
             std::vector<int> allowed;
             for (const auto& item : *codes) {
                 if (!item.is_number_integer()) plan_error(source, where + ".allowedExitCodes must be an array of integers");
+                // The range is validate_dialect's to judge; clamp only so the int conversion is exact.
                 const auto value = item.get<long long>();
-                if (value < 1 || value > 255)
-                    plan_error(source, where + ".allowedExitCodes holds " + std::to_string(value) +
-                                           ", not a nonzero exit status (1-255)");
-                allowed.push_back(static_cast<int>(value));
+                const bool fits = value >= std::numeric_limits<int>::min() && value <= std::numeric_limits<int>::max();
+                allowed.push_back(fits ? static_cast<int>(value) : std::numeric_limits<int>::min());
             }
             rule.allowedExitCodes = allowed;
         }
@@ -138,8 +139,12 @@ std::string shell_quote(std::string_view word) {
                c == '@' || c == '%' || c == '+' || c == ':' || c == ',' || c == '.' ||
                c == '/' || c == '-';
     };
+    // Reserved words are quoted too: `if` as a program name must not open a compound command.
+    static const char* const reserved[] = {"!", "{", "}", "case", "do", "done", "elif", "else", "esac",
+                                           "fi", "for", "if", "in", "then", "until", "while"};
     bool bare = !word.empty();
     for (unsigned char c : word) bare = bare && safe(c);
+    for (const char* r : reserved) bare = bare && word != r;
     if (bare) return std::string(word);
     std::string out = "'";
     for (char c : word) {

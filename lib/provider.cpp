@@ -28,8 +28,12 @@ ProbeOutcome SandboxProvider::probe(const Backend& backend) const {
     if (cache_) {
         if (auto entry = cache_->read(key)) {
             nlohmann::json parsed = nlohmann::json::parse(*entry, nullptr, false);
-            if (parsed.is_object() && parsed.value("identity", "") == identity && parsed.contains("usable") &&
-                parsed["usable"].is_boolean())
+            if (!parsed.is_object() || !parsed.contains("usable") || !parsed["usable"].is_boolean() ||
+                !parsed.contains("identity") || !parsed["identity"].is_string())
+                cache_->discard(key, "not a probe result");
+            else if (parsed["identity"].get<std::string>() != identity)
+                cache_->discard(key, "recorded for another identity");
+            else
                 return {parsed["usable"].get<bool>(), parsed.value("reason", ""), true};
         }
     }

@@ -52,6 +52,8 @@ public:
     virtual ~ProbeCache() = default;
     virtual std::optional<std::string> read(const std::string& key) = 0;
     virtual void write(const std::string& key, const std::string& content) = 0;
+    // An entry that was read but not trusted (damaged, or another identity's): said at debug level.
+    virtual void discard(const std::string& key, const std::string& why) = 0;
 };
 
 struct ProbeOutcome {

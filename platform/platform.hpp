@@ -32,9 +32,15 @@ std::string system_name();
 // status to use (the message already printed).
 int exec_plan(const ConfinedArgv& confined, const SandboxPolicy& policy, const std::vector<std::string>& argv);
 
-// Adds the runner's proof-of-start option to a confined argv where the backend has one:
-// the protocol, and the index of the fd number's placeholder (-1 without).
-std::pair<posix::StartProof, int> add_start_proof(std::vector<std::string>& argv, const std::string& backend);
+// Adds the runner's proof-of-start option to a confined argv where the backend has one.
+struct StartProofPlan {
+    posix::StartProof proof = posix::StartProof::None;
+    int fdSlot = -1;  // the index of the fd number's placeholder in argv
+    // A stderr line prefix by which the runner says the command itself could not be
+    // executed (missing inside the sandbox): the command's failure, not the runner's.
+    std::string commandMissing;
+};
+StartProofPlan add_start_proof(std::vector<std::string>& argv, const std::string& backend);
 
 // `dsh-confine landlock-exec ...` where the system has Landlock; 125 elsewhere.
 int landlock_exec(const std::string& mode, const std::string& workspace_root, const std::string& temp_dir,

@@ -1,5 +1,7 @@
 #include "bwrap_argv.hpp"
 
+#include <set>
+
 #include "../../lib/policy.hpp"
 
 namespace dsh::bwrap {
@@ -11,9 +13,22 @@ std::vector<std::string> build_argv(const Layout& layout, const std::vector<std:
     if (writes) {
         if (policy.sessionTempDir) out.insert(out.end(), {"--bind", *policy.sessionTempDir, "/tmp"});
         else out.insert(out.end(), {"--tmpfs", "/tmp"});
+        // A cwd the private /tmp would hide stays where it was, readable as the rest of the host.
+        const bool cwd_in_tmp = layout.cwd.rfind("/tmp/", 0) == 0;
+        if (cwd_in_tmp && paths_within({layout.cwd}, policy.workspaceRoot).empty())
+            out.insert(out.end(), {"--ro-bind", layout.cwd, layout.cwd});
         out.insert(out.end(), {"--bind", policy.workspaceRoot, policy.workspaceRoot});
-        for (const auto& path : paths_within(layout.protectedPaths, policy.workspaceRoot))
-            out.insert(out.end(), {"--ro-bind-try", path, path});
+        // dsh-confine's own files inside the workspace are bound read-only, and every directory
+        // between the root and them is bound onto itself: a mount point cannot be renamed or
+        // removed, so the command cannot move the protected path aside and plant its own.
+        const std::vector<std::string> guarded = paths_within(layout.protectedPaths, policy.workspaceRoot);
+        std::set<std::string> anchors;
+        for (const auto& path : guarded)
+            for (std::size_t slash = path.find('/', policy.workspaceRoot.size() + 1); slash != std::string::npos;
+                 slash = path.find('/', slash + 1))
+                anchors.insert(path.substr(0, slash));
+        for (const auto& anchor : anchors) out.insert(out.end(), {"--bind", anchor, anchor});
+        for (const auto& path : guarded) out.insert(out.end(), {"--ro-bind-try", path, path});
     }
     out.insert(out.end(), {"--remount-ro", "/dev", "--remount-ro", "/proc", "--unshare-pid", "--new-session",
                            "--die-with-parent", "--cap-drop", "ALL"});

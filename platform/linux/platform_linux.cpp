@@ -33,16 +33,16 @@ int exec_plan(const ConfinedArgv& confined, const SandboxPolicy& policy, const s
     return 125;
 }
 
-std::pair<posix::StartProof, int> add_start_proof(std::vector<std::string>& argv, const std::string& backend) {
+StartProofPlan add_start_proof(std::vector<std::string>& argv, const std::string& backend) {
     if (backend == "bwrap") {
         argv.insert(argv.begin() + 1, {"--json-status-fd", "-1"});
-        return {posix::StartProof::BwrapStatus, 2};
+        return {posix::StartProof::BwrapStatus, 2, "bwrap: execvp "};
     }
     if (backend == "landlock") {
         argv.insert(argv.begin() + 2, {"--status-fd", "-1"});
-        return {posix::StartProof::ExecMarker, 3};
+        return {posix::StartProof::ExecMarker, 3, ""};
     }
-    return {posix::StartProof::None, -1};
+    return {};
 }
 
 int landlock_exec(const std::string& mode, const std::string& workspace_root, const std::string& temp_dir,

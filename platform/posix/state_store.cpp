@@ -158,7 +158,16 @@ int StateDirStorage::open_sessions(bool create) const {
         state_error(state_dir_, errno);
     }
     require_private(root.get(), state_dir_);
-    return open_dir_at(root.get(), "sessions", create, state_dir_ + "/sessions");
+    const int sessions = open_dir_at(root.get(), "sessions", create, state_dir_ + "/sessions");
+    if (sessions >= 0) {
+        try {
+            require_private(sessions, state_dir_ + "/sessions");
+        } catch (...) {
+            close(sessions);
+            throw;
+        }
+    }
+    return sessions;
 }
 
 int StateDirStorage::open_session(const std::string& id, bool create) const {
@@ -207,7 +216,8 @@ void StateDirStorage::append_log(const std::string& id, const std::string& line)
     Fd dir(open_session(id, false));
     const std::string shown = state_dir_ + "/sessions/" + id + "/events.log";
     if (!dir) throw Error(code::Session, "no session '" + id + "'");
-    Fd fd(openat(dir.get(), "events.log", O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+    // Read access too: a torn last line is found by reading the file's end.
+    Fd fd(openat(dir.get(), "events.log", O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (!fd) {
         if (errno == ELOOP) throw Error(code::State, shown + ": is a symlink, refused");
         state_error(shown, errno);
@@ -278,6 +288,10 @@ std::optional<std::string> FileProbeCache::read(const std::string& key) {
         return std::nullopt;
     }
     return content;
+}
+
+void FileProbeCache::discard(const std::string& key, const std::string& why) {
+    spdlog::debug("probe cache {}/{}.json: {} (ignored, probing again)", cache_dir_, key, why);
 }
 
 void FileProbeCache::write(const std::string& key, const std::string& content) {

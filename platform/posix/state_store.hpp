@@ -36,6 +36,7 @@ public:
     explicit FileProbeCache(std::string cache_dir) : cache_dir_(std::move(cache_dir)) {}
     std::optional<std::string> read(const std::string& key) override;
     void write(const std::string& key, const std::string& content) override;
+    void discard(const std::string& key, const std::string& why) override;
 
 private:
     std::string cache_dir_;

@@ -4,6 +4,8 @@
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include <fcntl.h>
@@ -17,20 +19,37 @@
 namespace dsh::posix {
 namespace {
 
-std::atomic<pid_t> g_child{0};
+std::atomic<unsigned> g_pending{0};
 int g_wake[2] = {-1, -1};
 
 constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
 
-// A signal some process sent us goes on to the command. One the terminal raised (SI_KERNEL)
-// has already reached the command, which shares our process group, so it is not sent twice.
-void forward(int sig, siginfo_t* info, void*) {
+// A signal some process sent us is noted here and forwarded by the main loop, which knows
+// the command's pid. One the terminal raised (SI_KERNEL) has already reached the command,
+// which shares our process group, so it is not sent twice.
+void note_signal(int sig, siginfo_t* info, void*) {
     const int saved = errno;
-    const pid_t child = g_child.load();
-    const bool from_terminal = info && info->si_code == SI_KERNEL;
-    if (child > 0 && !from_terminal) kill(child, sig);
+    if (!(info && info->si_code == SI_KERNEL)) g_pending.fetch_or(1U << sig);
     if (g_wake[1] >= 0) (void)!write(g_wake[1], "s", 1);
     errno = saved;
+}
+
+// The process a forwarded signal is for. Under bubblewrap that is not bwrap (which dies of
+// most signals without passing them on) nor the sandbox's pid 1 (which ignores them), but
+// pid 1's child: the command itself.
+pid_t signal_target(pid_t child, StartProof proof, const std::string& status) {
+    if (proof != StartProof::BwrapStatus) return child;
+    const std::size_t key = status.find("\"child-pid\"");
+    if (key == std::string::npos) return child;
+    const long init = std::strtol(status.c_str() + status.find(':', key) + 1, nullptr, 10);
+    const std::string path = "/proc/" + std::to_string(init) + "/task/" + std::to_string(init) + "/children";
+    FILE* file = std::fopen(path.c_str(), "r");
+    long command = 0;
+    if (file) {
+        if (std::fscanf(file, "%ld", &command) != 1) command = 0;
+        std::fclose(file);
+    }
+    return command > 0 ? static_cast<pid_t>(command) : child;
 }
 
 bool write_all(int fd, const char* data, std::size_t size) {
@@ -44,7 +63,8 @@ bool write_all(int fd, const char* data, std::size_t size) {
     return true;
 }
 
-std::optional<bool> judge_start(StartProof proof, const std::string& status) {
+// `killed`: the runner itself died of a signal, so a missing report proves nothing.
+std::optional<bool> judge_start(StartProof proof, const std::string& status, bool killed) {
     if (proof == StartProof::ExecMarker) return status == "S";
     if (proof == StartProof::BwrapStatus) {
         std::size_t start = 0;
@@ -55,6 +75,7 @@ std::optional<bool> judge_start(StartProof proof, const std::string& status) {
             if (line.is_object() && line.contains("exit-code")) return true;
             start = end + 1;
         }
+        if (killed) return std::nullopt;
         return false;
     }
     return std::nullopt;
@@ -89,7 +110,7 @@ SupervisedRun supervise(std::vector<std::string> argv, StartProof proof, int sta
     for (int sig : kForwarded) sigaddset(&blocked, sig);
     sigprocmask(SIG_BLOCK, &blocked, &previous);
     struct sigaction action {};
-    action.sa_sigaction = forward;
+    action.sa_sigaction = note_signal;
     action.sa_flags = SA_SIGINFO | SA_RESTART;
     sigemptyset(&action.sa_mask);
     struct sigaction saved[sizeof kForwarded / sizeof kForwarded[0]];
@@ -116,7 +137,6 @@ SupervisedRun supervise(std::vector<std::string> argv, StartProof proof, int sta
         _exit(125);
     }
     run.spawned = true;
-    g_child.store(pid);
     sigprocmask(SIG_SETMASK, &previous, nullptr);
     close(err_pipe[1]);
     if (status_pipe[1] >= 0) close(status_pipe[1]);
@@ -134,6 +154,12 @@ SupervisedRun supervise(std::vector<std::string> argv, StartProof proof, int sta
         }
         if (fds[2].revents & POLLIN) {
             while (read(g_wake[0], buffer, sizeof buffer) > 0) {
+            }
+            const unsigned pending = g_pending.exchange(0);
+            if (pending) {
+                const pid_t target = signal_target(pid, proof, status);
+                for (int sig : kForwarded)
+                    if (pending & (1U << sig)) kill(target, sig);
             }
         }
         if (err_open && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) {
@@ -157,7 +183,6 @@ SupervisedRun supervise(std::vector<std::string> argv, StartProof proof, int sta
     int wait_status = 0;
     while (waitpid(pid, &wait_status, 0) < 0 && errno == EINTR) {
     }
-    g_child.store(0);
     // Whatever the command left behind was reparented to us: it goes too.
     while (true) {
         const pid_t orphan = waitpid(-1, nullptr, WNOHANG);
@@ -170,7 +195,8 @@ SupervisedRun supervise(std::vector<std::string> argv, StartProof proof, int sta
 
     if (WIFEXITED(wait_status)) run.exitCode = WEXITSTATUS(wait_status);
     else if (WIFSIGNALED(wait_status)) run.signal = WTERMSIG(wait_status);
-    run.started = judge_start(proof, status);
+    run.started = judge_start(proof, status, run.signal != 0);
+    run.execFailed = proof == StartProof::ExecMarker && status == "SF";
     run.durationMs = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - began).count();
     return run;
 }

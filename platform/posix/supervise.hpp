@@ -14,6 +14,7 @@ namespace dsh::posix {
 enum class StartProof {
     None,         // the runner cannot say; attribution relies on stderr alone
     BwrapStatus,  // bubblewrap's --json-status-fd: an "exit-code" line only once exec succeeded
+                  // (no proof either way when bwrap itself was killed by a signal)
     ExecMarker,   // landlock-exec --status-fd: 'S' just before execve, 'F' if execve failed
 };
 
@@ -23,6 +24,7 @@ struct SupervisedRun {
     int exitCode = -1;   // when it exited
     int signal = 0;      // when a signal ended it
     std::optional<bool> started;  // from the proof, when there is one
+    bool execFailed = false;      // the runner reached the command's execve, which failed
     long long durationMs = 0;
 };
 

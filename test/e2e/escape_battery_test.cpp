@@ -319,6 +319,22 @@ TEST(OwnState, BwrapKeepsTheSessionLogReadOnlyInsideTheWorkspace) {
     EXPECT_NE(policy.out.find("\"workspace-write\""), std::string::npos) << policy.out;
 }
 
+TEST(OwnState, BwrapStateCannotBeMovedAsideAndReplaced) {
+    e2e::TempDir home("/var/tmp");
+    e2e::RunOptions options;
+    options.env = e2e::isolated_env(home.path());
+    ASSERT_EQ(e2e::run({"session", "start", "own", "--cwd", home.path()}, options).status, 0);
+    options.cwd = home.path();
+    // A first call makes the session's temp area: what follows must change nothing.
+    ASSERT_EQ(e2e::run({"--backend", "bwrap", "--mode", "workspace-write", "--session", "own", "--", "true"}, options).status, 0);
+    const std::string before = host_snapshot(home / "state");
+    const e2e::Result r = e2e::run({"--backend", "bwrap", "--mode", "workspace-write", "--session", "own", "--", "/bin/sh", "-c",
+                                    "mv state state.old || mv state/dsh-confine state/x || rm -rf state"}, options);
+    EXPECT_NE(r.status, 0);
+    EXPECT_EQ(host_snapshot(home / "state"), before);
+    EXPECT_FALSE(exists(home / "state.old"));
+}
+
 TEST(OwnState, LandlockNamesTheStateInsideTheWorkspaceAsAGap) {
     e2e::TempDir home("/var/tmp");
     e2e::RunOptions options;

@@ -358,7 +358,7 @@ TEST_F(Session, TornLastLineIsSkippedWithAWarning) {
 // StateDirStorage::append_log opens events.log O_WRONLY, so its pread() of the last byte fails
 // (EBADF) and the torn fragment is never dropped: the new event is glued onto it and the log
 // is damaged from then on. Found bug, see the report.
-TEST_F(Session, DISABLED_ModeAfterATornLastLineAppendsACleanEvent) {
+TEST_F(Session, ModeAfterATornLastLineAppendsACleanEvent) {
     start("s1");
     set_mode("s1", "workspace-write");
     append_raw("s1", kTorn);

@@ -349,3 +349,20 @@ TEST(ValidateDialect, RejectsExitCode256) {
 
 }  // namespace
 }  // namespace dsh
+
+namespace {
+
+// When the runner is known to have started the command, its rules are not applied, and the
+// denial evidence of the same stream still counts.
+TEST(ClassifyStarted, DenialSurvivesARunnerLookalikeLine) {
+    dsh::Dialect dialect;
+    dialect.denialSignatures = {"read-only file system"};
+    dialect.runnerFailureRules.push_back({std::vector<int>{1}, {"bwrap: "}, {}});
+    dsh::StreamClassifier classifier(dialect);
+    classifier.feed("bwrap: Creating new namespace failed\ntouch: cannot touch 'x': Read-only file system\n");
+    const dsh::Classification result = classifier.finish(1, false);
+    EXPECT_EQ(result.verdict, dsh::Verdict::Denial);
+    EXPECT_EQ(result.signature, "read-only file system");
+}
+
+}  // namespace

@@ -315,3 +315,14 @@ INSTANTIATE_TEST_SUITE_P(
 
 }  // namespace
 }  // namespace dsh
+
+namespace {
+
+TEST(ShellQuoteReserved, ReservedWordsAreQuoted) {
+    EXPECT_EQ(dsh::shell_quote("if"), "'if'");
+    EXPECT_EQ(dsh::shell_quote("done"), "'done'");
+    EXPECT_EQ(dsh::shell_quote("!"), "'!'");
+    EXPECT_EQ(dsh::shell_quote("iffy"), "iffy");
+}
+
+}  // namespace

@@ -73,6 +73,8 @@ public:
         ++writes;
         entries[key] = content;
     }
+    std::vector<std::string> discarded;
+    void discard(const std::string& key, const std::string& why) override { discarded.push_back(key + ": " + why); }
 };
 
 const std::vector<std::string> kArgv = {"bash", "-c", "echo hi"};
@@ -286,6 +288,8 @@ TEST(ProbeCacheUse, EntryThatIsNotJsonIsIgnoredAndReprobed) {
     EXPECT_FALSE(second.fromCache);
     EXPECT_TRUE(second.usable);
     EXPECT_EQ(backend->probes, 2);
+    ASSERT_EQ(cache.discarded.size(), 1u);
+    EXPECT_NE(cache.discarded[0].find("not a probe result"), std::string::npos);
 }
 
 TEST(ProbeCacheUse, EntryWithAnotherIdentityIsIgnoredAndReprobed) {
