@@ -299,7 +299,7 @@ int run_exec(const PolicyOptions& options, const std::vector<std::string>& argv)
         return error == ENOENT ? 127 : 126;
     }
     spdlog::debug("exec through {}", planned.plan.confined->backend);
-    return platform::exec_plan(*planned.plan.confined, *planned.confinedPolicy, argv);
+    return platform::exec_plan(*planned.plan.confined, *planned.confinedPolicy, argv, planned.resolved.config);
 }
 
 int run_print(const PolicyOptions& options, const std::string& format, const std::vector<std::string>& argv) {
@@ -548,13 +548,13 @@ int run(int argc, char** argv) {
                         "  dsh-confine --session s1 -- make\n  dsh-confine session end s1\n");
 
     CLI::App* landlock_cmd = app.add_subcommand("landlock-exec", "the Landlock runner a printed Landlock plan invokes");
-    std::string ll_mode, ll_root, ll_temp, ll_base;
-    int ll_status_fd = -1;
-    landlock_cmd->add_option("--mode", ll_mode)->required();
-    landlock_cmd->add_option("--workspace-root", ll_root)->required();
-    landlock_cmd->add_option("--temp-dir", ll_temp);
-    landlock_cmd->add_option("--private-temp-base", ll_base);
-    landlock_cmd->add_option("--status-fd", ll_status_fd);
+    platform::LandlockExecRequest ll;
+    landlock_cmd->add_option("--mode", ll.mode)->required();
+    landlock_cmd->add_option("--workspace-root", ll.workspaceRoot)->required();
+    landlock_cmd->add_option("--temp-dir", ll.tempDir);
+    landlock_cmd->add_option("--private-temp-base", ll.privateTempBase);
+    landlock_cmd->add_option("--status-fd", ll.statusFd);
+    landlock_cmd->add_option("--max-abi", ll.maxAbi)->check(CLI::PositiveNumber);
     landlock_cmd->prefix_command();
 
     // The effect helper `doctor --verify` runs confined: not part of the interface.
@@ -606,7 +606,7 @@ int run(int argc, char** argv) {
                 std::fprintf(stderr, "dsh-confine: error: LANDLOCK: landlock-exec: no PROGRAM given\n");
                 return 125;
             }
-            return platform::landlock_exec(ll_mode, ll_root, ll_temp, ll_base, ll_status_fd, rest);
+            return platform::landlock_exec(ll, rest);
         }
         if (effect_cmd->parsed()) return run_effect_helper(program_words(app, effect_cmd, line));
         if (run_cmd->parsed()) {

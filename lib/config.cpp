@@ -130,11 +130,12 @@ private:
 };
 
 void read_backend(const TableReader& backends, const std::string& name, BackendConfig& out,
-                  bool has_path) {
+                  bool has_path, bool has_abi = false) {
     const toml::table* table = backends.table(name);
     if (!table) return;
     std::vector<std::string> known = {"informational_lines"};
     if (has_path) known.insert(known.begin(), "path");
+    if (has_abi) known.push_back("max_abi");
     TableReader reader(backends.file(), *table, "[backend." + name + "]", known);
     if (has_path) {
         if (auto path = reader.string("path")) {
@@ -150,6 +151,13 @@ void read_backend(const TableReader& backends, const std::string& name, BackendC
                 reader.bad_value(*reader.find("informational_lines"),
                                  "[backend." + name + "] informational_lines must not contain an empty line");
         out.informationalLines = *lines;
+    }
+    if (has_abi) {
+        if (auto abi = reader.integer("max_abi")) {
+            if (*abi < 1 || *abi > 1000)
+                reader.bad_value(*reader.find("max_abi"), "[backend." + name + "] max_abi must be a Landlock ABI of 1 or more");
+            out.maxAbi = static_cast<int>(*abi);
+        }
     }
 }
 
@@ -258,7 +266,7 @@ Config parse_config(std::string_view text, const std::string& source) {
     if (const toml::table* backend = top.table("backend")) {
         TableReader reader(source, *backend, "[backend]", known_backend_names());
         read_backend(reader, "bwrap", config.bwrap, true);
-        read_backend(reader, "landlock", config.landlock, false);
+        read_backend(reader, "landlock", config.landlock, false, true);
         read_backend(reader, "seatbelt", config.seatbelt, true);
         read_backend(reader, "restricted-token", config.restrictedToken, false);
     }

@@ -15,6 +15,7 @@ namespace dsh {
 struct BackendConfig {
     std::optional<std::string> path;            // the runner binary (bwrap); absent: PATH lookup
     std::vector<std::string> informationalLines;  // extra benign runner lines
+    std::optional<int> maxAbi;                    // landlock: use at most this ABI (compatibility, tests)
 };
 
 struct Config {

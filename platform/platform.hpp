@@ -30,7 +30,8 @@ std::string system_name();
 
 // Replaces the process with the confined command. Returns only on failure, with the exit
 // status to use (the message already printed).
-int exec_plan(const ConfinedArgv& confined, const SandboxPolicy& policy, const std::vector<std::string>& argv);
+int exec_plan(const ConfinedArgv& confined, const SandboxPolicy& policy, const std::vector<std::string>& argv,
+              const Config& config);
 
 // Adds the runner's proof-of-start option to a confined argv where the backend has one.
 struct StartProofPlan {
@@ -43,7 +44,14 @@ struct StartProofPlan {
 StartProofPlan add_start_proof(std::vector<std::string>& argv, const std::string& backend);
 
 // `dsh-confine landlock-exec ...` where the system has Landlock; 125 elsewhere.
-int landlock_exec(const std::string& mode, const std::string& workspace_root, const std::string& temp_dir,
-                  const std::string& private_temp_base, int status_fd, const std::vector<std::string>& argv);
+struct LandlockExecRequest {
+    std::string mode;
+    std::string workspaceRoot;
+    std::string tempDir;          // empty: none
+    std::string privateTempBase;  // empty: none
+    int statusFd = -1;
+    int maxAbi = 0;               // 0: the kernel's
+};
+int landlock_exec(const LandlockExecRequest& request, const std::vector<std::string>& argv);
 
 }  // namespace dsh::platform

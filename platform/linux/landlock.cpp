@@ -186,8 +186,9 @@ bool drop_capabilities(std::string& why) {
 int exec_confined(const RunnerArgs& args, const std::vector<std::string>& argv) {
     if (argv.empty()) return fail("no command to run");
     std::string why;
-    const int abi = linux_host::landlock_abi(&why);
-    if (abi < 1) return fail("Landlock is unavailable: " + why);
+    const int kernel_abi = linux_host::landlock_abi(&why);
+    if (kernel_abi < 1) return fail("Landlock is unavailable: " + why);
+    const int abi = effective_abi(kernel_abi, args.maxAbi);
 
     std::optional<std::string> temp_dir = args.tempDir;
     if (args.privateTempBase) {
@@ -281,9 +282,9 @@ std::string LandlockBackend::probe_identity() const {
 }
 
 Expected<ConfinedArgv> LandlockBackend::confine(const std::vector<std::string>& argv, const SandboxPolicy& policy) const {
-    const int abi = linux_host::landlock_abi();
+    const int abi = effective_abi(linux_host::landlock_abi(), config_.maxAbi);
     if (abi < 1) return Expected<ConfinedArgv>::failure("Landlock is unavailable");
-    const RunnerArgs args = runner_args(policy, static_cast<unsigned>(geteuid()));
+    const RunnerArgs args = runner_args(policy, static_cast<unsigned>(geteuid()), config_.maxAbi);
     ConfinedArgv out;
     out.argv = build_argv(runner_, args, argv);
     out.backend = name();
@@ -307,8 +308,10 @@ BackendReport LandlockBackend::report() const {
     BackendReport out;
     out.name = name();
     std::string why;
-    const int abi = linux_host::landlock_abi(&why);
-    out.facts.push_back({"landlockAbi", std::to_string(abi)});
+    const int kernel_abi = linux_host::landlock_abi(&why);
+    const int abi = effective_abi(kernel_abi, config_.maxAbi);
+    out.facts.push_back({"landlockAbi", std::to_string(kernel_abi)});
+    if (config_.maxAbi) out.facts.push_back({"landlockAbiUsed", std::to_string(abi)});
     out.facts.push_back({"runner", runner_});
     Expected<Usable> present = check();
     out.usable = present.has_value();

@@ -39,8 +39,13 @@ std::vector<std::string> enforcement_gaps(int abi) {
 
 std::string private_temp_base(unsigned uid) { return "/tmp/dsh-confine-" + std::to_string(uid); }
 
-RunnerArgs runner_args(const SandboxPolicy& policy, unsigned uid) {
+int effective_abi(int kernel_abi, const std::optional<int>& max_abi) {
+    return max_abi && *max_abi < kernel_abi ? *max_abi : kernel_abi;
+}
+
+RunnerArgs runner_args(const SandboxPolicy& policy, unsigned uid, const std::optional<int>& max_abi) {
     RunnerArgs args;
+    args.maxAbi = max_abi;
     args.mode = policy.mode;
     args.workspaceRoot = policy.workspaceRoot;
     if (policy.mode == ConfinedSandboxMode::WorkspaceWrite) {
@@ -56,6 +61,7 @@ std::vector<std::string> build_argv(const std::string& runner, const RunnerArgs&
                                     "--workspace-root", args.workspaceRoot};
     if (args.tempDir) out.insert(out.end(), {"--temp-dir", *args.tempDir});
     if (args.privateTempBase) out.insert(out.end(), {"--private-temp-base", *args.privateTempBase});
+    if (args.maxAbi) out.insert(out.end(), {"--max-abi", std::to_string(*args.maxAbi)});
     out.push_back("--");
     out.insert(out.end(), argv.begin(), argv.end());
     return out;

@@ -68,12 +68,16 @@ struct RunnerArgs {
     std::optional<std::string> tempDir;          // a session's temp area: used as is
     std::optional<std::string> privateTempBase;  // make a per-call directory in here
     int statusFd = -1;  // proof of start: 'S' just before execve, 'F' when it failed
+    std::optional<int> maxAbi;  // use at most this ABI, even where the kernel has a newer one
 };
+
+// The ABI a ruleset is built for: the kernel's, capped by `max_abi`.
+int effective_abi(int kernel_abi, const std::optional<int>& max_abi);
 
 // `<runner> landlock-exec --mode M --workspace-root R [--temp-dir D | --private-temp-base B] -- argv`
 std::vector<std::string> build_argv(const std::string& runner, const RunnerArgs& args,
                                     const std::vector<std::string>& argv);
-RunnerArgs runner_args(const SandboxPolicy& policy, unsigned uid);
+RunnerArgs runner_args(const SandboxPolicy& policy, unsigned uid, const std::optional<int>& max_abi = std::nullopt);
 std::vector<std::string> writable_roots(const RunnerArgs& args);
 
 // EACCES from a denied open or create; EXDEV where reparenting is refused; the runner's own

@@ -24,9 +24,13 @@ std::shared_ptr<const Backend> make_backend(const std::string& name, const Confi
     return nullptr;
 }
 
-int exec_plan(const ConfinedArgv& confined, const SandboxPolicy& policy, const std::vector<std::string>& argv) {
+int exec_plan(const ConfinedArgv& confined, const SandboxPolicy& policy, const std::vector<std::string>& argv,
+              const Config& config) {
     std::fflush(stdout);
-    if (confined.backend == "landlock") return landlock::exec_confined(landlock::runner_args(policy, geteuid()), argv);
+    if (confined.backend == "landlock") {
+        // The same arguments a printed plan passes to its runner, so the same ruleset.
+        return landlock::exec_confined(landlock::runner_args(policy, geteuid(), config.landlock.maxAbi), argv);
+    }
     posix::exec_argv(confined.argv.front(), confined.argv);
     std::fprintf(stderr, "dsh-confine: error: RUNNER_EXEC: cannot execute %s: %s\n", confined.argv.front().c_str(),
                  std::strerror(errno));
@@ -45,23 +49,24 @@ StartProofPlan add_start_proof(std::vector<std::string>& argv, const std::string
     return {};
 }
 
-int landlock_exec(const std::string& mode, const std::string& workspace_root, const std::string& temp_dir,
-                  const std::string& private_temp_base, int status_fd, const std::vector<std::string>& argv) {
+int landlock_exec(const LandlockExecRequest& request, const std::vector<std::string>& argv) {
     landlock::RunnerArgs args;
-    if (mode == "read-only") args.mode = ConfinedSandboxMode::ReadOnly;
-    else if (mode == "workspace-write") args.mode = ConfinedSandboxMode::WorkspaceWrite;
+    if (request.mode == "read-only") args.mode = ConfinedSandboxMode::ReadOnly;
+    else if (request.mode == "workspace-write") args.mode = ConfinedSandboxMode::WorkspaceWrite;
     else {
-        std::fprintf(stderr, "dsh-confine: error: LANDLOCK: landlock-exec: --mode must be read-only or workspace-write, not '%s'\n", mode.c_str());
+        std::fprintf(stderr, "dsh-confine: error: LANDLOCK: landlock-exec: --mode must be read-only or workspace-write, not '%s'\n",
+                     request.mode.c_str());
         return 125;
     }
-    if (workspace_root.empty() || workspace_root.front() != '/') {
+    if (request.workspaceRoot.empty() || request.workspaceRoot.front() != '/') {
         std::fprintf(stderr, "dsh-confine: error: LANDLOCK: landlock-exec: --workspace-root must be an absolute path\n");
         return 125;
     }
-    args.workspaceRoot = workspace_root;
-    if (!temp_dir.empty()) args.tempDir = temp_dir;
-    if (!private_temp_base.empty()) args.privateTempBase = private_temp_base;
-    args.statusFd = status_fd;
+    args.workspaceRoot = request.workspaceRoot;
+    if (!request.tempDir.empty()) args.tempDir = request.tempDir;
+    if (!request.privateTempBase.empty()) args.privateTempBase = request.privateTempBase;
+    args.statusFd = request.statusFd;
+    if (request.maxAbi > 0) args.maxAbi = request.maxAbi;
     return landlock::exec_confined(args, argv);
 }
 
