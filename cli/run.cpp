@@ -31,7 +31,7 @@ int run_confined(const PolicyOptions& options, const std::vector<std::string>& a
     platform::StartProofPlan proof;
     Dialect dialect;
     if (planned.plan.confined) {
-        proof = platform::add_start_proof(spawn_argv, planned.plan.confined->backend);
+        proof = platform::prepare_for_run(spawn_argv, planned.plan.confined->backend);
         dialect = {planned.plan.confined->denialSignatures, planned.plan.confined->runnerFailureRules};
     } else {
         spawn_argv.front() = posix::resolve_program(argv.front()).path;
@@ -46,6 +46,7 @@ int run_confined(const PolicyOptions& options, const std::vector<std::string>& a
         classifier.feed(chunk);
         if (!proof.commandMissing.empty()) missing.feed(chunk);
     });
+    if (proof.tempDir) platform::remove_run_temp_dir(*proof.tempDir);
     if (!outcome.spawned) throw Error(code::RunnerExec, outcome.spawnError);
 
     const int status = outcome.signal ? 128 + outcome.signal : outcome.exitCode;

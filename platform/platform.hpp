@@ -40,8 +40,15 @@ struct StartProofPlan {
     // A stderr line prefix by which the runner says the command itself could not be
     // executed (missing inside the sandbox): the command's failure, not the runner's.
     std::string commandMissing;
+    // A per-call temp area the caller made for this run and removes when it ends.
+    std::optional<std::string> tempDir;
 };
-StartProofPlan add_start_proof(std::vector<std::string>& argv, const std::string& backend);
+// Prepares a confined argv for `run`: adds the proof-of-start option, and where the runner
+// would make a per-call temp area itself (and leave a reaper behind), makes it here instead,
+// so `run` removes it when the command ends. Failure to prepare is an Error.
+StartProofPlan prepare_for_run(std::vector<std::string>& argv, const std::string& backend);
+// Removes a temp area prepare_for_run made.
+void remove_run_temp_dir(const std::string& dir);
 
 // `dsh-confine landlock-exec ...` where the system has Landlock; 125 elsewhere.
 struct LandlockExecRequest {

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <sstream>
 
 #include <fcntl.h>
 #include <linux/audit.h>
@@ -68,9 +69,22 @@ bool prepare_private_base(const std::string& base, std::string& why) {
     return true;
 }
 
+// Field 22 of /proc/PID/stat, or "" when the process is gone.
+std::string process_start_time(pid_t pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(in, line)) return "";
+    std::istringstream fields(line.substr(line.rfind(')') + 2));
+    std::string field;
+    for (int i = 3; i <= 22 && fields >> field; ++i) {
+    }
+    return field;
+}
+
 // Removes `dir` once `watched` has exited. Forked twice before confinement, so it is neither
 // confined nor a child of the command; it leaves the session and the caller's stdio at once.
 void start_reaper(const std::string& dir, pid_t watched) {
+    const std::string started = process_start_time(watched);
     int ready[2];
     if (pipe2(ready, O_CLOEXEC) != 0) return;
     const pid_t first = fork();
@@ -95,6 +109,10 @@ void start_reaper(const std::string& dir, pid_t watched) {
             pollfd waiter{pidfd, POLLIN, 0};
             while (poll(&waiter, 1, -1) < 0 && errno == EINTR) {
             }
+        } else {
+            // No pidfd (kernels before 5.3): watch the process's start time, which a reused
+            // pid would not share.
+            while (!started.empty() && process_start_time(watched) == started) usleep(200000);
         }
         const std::size_t slash = dir.rfind('/');
         const int parent = open(dir.substr(0, slash).c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
@@ -183,6 +201,16 @@ bool drop_capabilities(std::string& why) {
 
 }  // namespace
 
+std::optional<std::string> make_call_temp_dir(const std::string& base, std::string& why) {
+    if (!prepare_private_base(base, why)) return std::nullopt;
+    std::string pattern = base + "/call-XXXXXX";
+    if (!mkdtemp(pattern.data())) {
+        why = errno_text("mkdtemp");
+        return std::nullopt;
+    }
+    return pattern;
+}
+
 int exec_confined(const RunnerArgs& args, const std::vector<std::string>& argv) {
     if (argv.empty()) return fail("no command to run");
     std::string why;
@@ -192,11 +220,9 @@ int exec_confined(const RunnerArgs& args, const std::vector<std::string>& argv) 
 
     std::optional<std::string> temp_dir = args.tempDir;
     if (args.privateTempBase) {
-        if (!prepare_private_base(*args.privateTempBase, why)) return fail(why);
-        std::string pattern = *args.privateTempBase + "/call-XXXXXX";
-        if (!mkdtemp(pattern.data())) return fail(errno_text("mkdtemp"));
-        temp_dir = pattern;
-        start_reaper(pattern, getpid());
+        temp_dir = make_call_temp_dir(*args.privateTempBase, why);
+        if (!temp_dir) return fail(why);
+        start_reaper(*temp_dir, getpid());
     }
     if (temp_dir) {
         struct stat st {};

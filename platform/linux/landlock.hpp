@@ -30,6 +30,9 @@ private:
     std::vector<std::string> protected_;
 };
 
+// A fresh private temp area in the per-user `base` (made 0700 and checked first).
+std::optional<std::string> make_call_temp_dir(const std::string& base, std::string& why);
+
 // Applies the ruleset for `args` to this process and execs argv. Returns only on failure,
 // with the exit status to use: 125 when confinement could not be set up (the message already
 // printed as `dsh-confine: error: LANDLOCK: ...`), 126/127 when the command cannot be run.

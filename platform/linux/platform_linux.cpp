@@ -2,10 +2,15 @@
 #include <cstdio>
 #include <cstring>
 
+#include <algorithm>
+
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "../platform.hpp"
+#include "../../lib/error.hpp"
 #include "../posix/process.hpp"
+#include "../posix/state_store.hpp"
 #include "bwrap.hpp"
 #include "landlock.hpp"
 
@@ -37,16 +42,34 @@ int exec_plan(const ConfinedArgv& confined, const SandboxPolicy& policy, const s
     return 125;
 }
 
-StartProofPlan add_start_proof(std::vector<std::string>& argv, const std::string& backend) {
+StartProofPlan prepare_for_run(std::vector<std::string>& argv, const std::string& backend) {
     if (backend == "bwrap") {
         argv.insert(argv.begin() + 1, {"--json-status-fd", "-1"});
-        return {posix::StartProof::BwrapStatus, 2, "bwrap: execvp "};
+        return {posix::StartProof::BwrapStatus, 2, "bwrap: execvp ", std::nullopt};
     }
     if (backend == "landlock") {
+        StartProofPlan plan{posix::StartProof::ExecMarker, 3, "", std::nullopt};
+        const auto separator = std::find(argv.begin(), argv.end(), "--");
+        const auto base = std::find(argv.begin(), separator, "--private-temp-base");
+        if (base != separator && base + 1 != separator) {
+            std::string why;
+            plan.tempDir = landlock::make_call_temp_dir(*(base + 1), why);
+            if (!plan.tempDir) throw Error(code::Landlock, why);
+            *base = "--temp-dir";
+            *(base + 1) = *plan.tempDir;
+        }
         argv.insert(argv.begin() + 2, {"--status-fd", "-1"});
-        return {posix::StartProof::ExecMarker, 3, ""};
+        return plan;
     }
     return {};
+}
+
+void remove_run_temp_dir(const std::string& dir) {
+    const std::size_t slash = dir.rfind('/');
+    const int parent = open(dir.substr(0, slash).c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (parent < 0) return;
+    posix::remove_tree_at(parent, dir.substr(slash + 1));
+    close(parent);
 }
 
 int landlock_exec(const LandlockExecRequest& request, const std::vector<std::string>& argv) {

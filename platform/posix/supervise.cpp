@@ -8,9 +8,11 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -81,6 +83,40 @@ std::optional<bool> judge_start(StartProof proof, const std::string& status, boo
     return std::nullopt;
 }
 
+// We are the subreaper of the command's tree: whatever it left behind was reparented to us.
+// It is killed and reaped, and so is whatever that leaves in turn, until nothing remains.
+void kill_leftovers() {
+    for (int round = 0; round < 64; ++round) {
+        bool any = false;
+        if (DIR* proc = opendir("/proc")) {
+            const pid_t self = getpid();
+            while (dirent* entry = readdir(proc)) {
+                const long candidate = std::strtol(entry->d_name, nullptr, 10);
+                if (candidate <= 0) continue;
+                char path[64];
+                std::snprintf(path, sizeof path, "/proc/%ld/stat", candidate);
+                FILE* file = std::fopen(path, "r");
+                if (!file) continue;
+                char line[512] = {};
+                const bool read_ok = std::fgets(line, sizeof line, file) != nullptr;
+                std::fclose(file);
+                const char* close_paren = read_ok ? std::strrchr(line, ')') : nullptr;
+                long parent = 0;
+                char state = 0;
+                if (close_paren && std::sscanf(close_paren + 1, " %c %ld", &state, &parent) == 2 && parent == self) {
+                    kill(static_cast<pid_t>(candidate), SIGKILL);
+                    any = true;
+                }
+            }
+            closedir(proc);
+        }
+        while (waitpid(-1, nullptr, WNOHANG) > 0) {
+        }
+        if (!any) break;
+        usleep(1000);
+    }
+}
+
 }  // namespace
 
 SupervisedRun supervise(std::vector<std::string> argv, StartProof proof, int status_fd_slot,
@@ -143,14 +179,27 @@ SupervisedRun supervise(std::vector<std::string> argv, StartProof proof, int sta
 
     std::string status;
     bool err_open = true, status_open = status_pipe[0] >= 0;
+    // The command's end is watched apart from its stderr: what it left running may hold the
+    // pipe open, and is ended once the command itself has exited.
+    int child_fd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+    bool reaped = false;
+    int wait_status = 0;
     char buffer[65536];
-    while (err_open || status_open) {
-        pollfd fds[3] = {{err_open ? err_pipe[0] : -1, POLLIN, 0},
+    while (err_open || status_open || !reaped) {
+        pollfd fds[4] = {{err_open ? err_pipe[0] : -1, POLLIN, 0},
                          {status_open ? status_pipe[0] : -1, POLLIN, 0},
-                         {g_wake[0], POLLIN, 0}};
-        if (poll(fds, 3, -1) < 0) {
+                         {g_wake[0], POLLIN, 0},
+                         {reaped ? -1 : child_fd, POLLIN, 0}};
+        if (poll(fds, 4, child_fd < 0 && !reaped ? 100 : -1) < 0) {
             if (errno == EINTR) continue;
             break;
+        }
+        if (!reaped && (child_fd < 0 || (fds[3].revents & POLLIN))) {
+            const pid_t done = waitpid(pid, &wait_status, child_fd < 0 ? WNOHANG : 0);
+            if (done == pid) {
+                reaped = true;
+                kill_leftovers();
+            }
         }
         if (fds[2].revents & POLLIN) {
             while (read(g_wake[0], buffer, sizeof buffer) > 0) {
@@ -179,14 +228,11 @@ SupervisedRun supervise(std::vector<std::string> argv, StartProof proof, int sta
     }
     close(err_pipe[0]);
     if (status_pipe[0] >= 0) close(status_pipe[0]);
-
-    int wait_status = 0;
-    while (waitpid(pid, &wait_status, 0) < 0 && errno == EINTR) {
-    }
-    // Whatever the command left behind was reparented to us: it goes too.
-    while (true) {
-        const pid_t orphan = waitpid(-1, nullptr, WNOHANG);
-        if (orphan <= 0) break;
+    if (child_fd >= 0) close(child_fd);
+    if (!reaped) {
+        while (waitpid(pid, &wait_status, 0) < 0 && errno == EINTR) {
+        }
+        kill_leftovers();
     }
     for (std::size_t i = 0; i < sizeof kForwarded / sizeof kForwarded[0]; ++i) sigaction(kForwarded[i], &saved[i], nullptr);
     close(g_wake[0]);

@@ -404,3 +404,72 @@ TEST_F(Run, ProgramNotFoundIs127) {
 TEST_F(Run, NoProgramIsUsageError) { EXPECT_TRUE(IsError(dsh({"run", "--mode", "danger-full-access"}), "USAGE")); }
 
 }  // namespace
+
+namespace {
+
+// --- no orphans, no leftovers -----------------------------------------------------------
+
+// A background process the command leaves behind dies when `run` ends, even while it holds
+// the stderr pipe open (else `run` would wait for it).
+void expect_no_leftover(const std::string& backend, const e2e::RunOptions& options, const std::string& marker) {
+    const auto began = std::chrono::steady_clock::now();
+    const e2e::Result r = e2e::run({"run", "--backend", backend, "--mode", "read-only", "--", "/bin/sh", "-c",
+                                    "(/bin/sh -c 'sleep 30; : " + marker + "' &); echo started"}, options);
+    const auto took = std::chrono::steady_clock::now() - began;
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(r.out, "started\n");
+    EXPECT_LT(took, std::chrono::seconds(10)) << "run waited for the leftover";
+    usleep(100000);
+    const e2e::Result found = e2e::run_program({"/usr/bin/pgrep", "-f", marker});
+    EXPECT_NE(found.status, 0) << "left running: " << found.out;
+}
+
+TEST_F(RunLandlock, LeftoverProcessesDieWhenRunEnds) {
+    expect_no_leftover("landlock", options(), "dsh-leftover-landlock-" + std::to_string(getpid()));
+}
+
+TEST_F(RunBwrap, LeftoverProcessesDieWhenRunEnds) {
+    expect_no_leftover("bwrap", options(), "dsh-leftover-bwrap-" + std::to_string(getpid()));
+}
+
+TEST_F(RunLandlock, PerCallTempAreaIsRemovedWhenRunEnds) {
+    const std::string ws = scratch.path();
+    const e2e::Result r = dsh({"run", "--backend", "landlock", "--mode", "workspace-write", "--workspace-root", ws, "--",
+                               "/bin/sh", "-c", "echo \"$TMPDIR\"; echo x > \"$TMPDIR/f\""});
+    ASSERT_EQ(r.status, 0) << r.err;
+    const std::string dir = e2e::first_line(r.out);
+    ASSERT_EQ(dir.rfind("/tmp/dsh-confine-" + std::to_string(getuid()) + "/call-", 0), 0u) << dir;
+    EXPECT_FALSE(e2e::exists(dir)) << dir << " outlived run";
+}
+
+TEST_F(RunLandlock, SessionTempAreaIsSharedAcrossCallsAndRemovedBySessionEnd) {
+    const std::string ws = scratch.path();
+    ASSERT_EQ(dsh({"session", "start", "tmpshare", "--cwd", ws}).status, 0);
+    const e2e::Result first = dsh({"run", "--backend", "landlock", "--session", "tmpshare", "--mode", "workspace-write",
+                                   "--", "/bin/sh", "-c", "echo kept > \"$TMPDIR/note\"; echo \"$TMPDIR\""});
+    ASSERT_EQ(first.status, 0) << first.err;
+    const std::string dir = e2e::first_line(first.out);
+    const e2e::Result second = dsh({"run", "--backend", "landlock", "--session", "tmpshare", "--mode", "workspace-write",
+                                    "--", "/bin/sh", "-c", "cat \"$TMPDIR/note\""});
+    EXPECT_EQ(second.out, "kept\n") << second.err;
+    struct stat st {};
+    ASSERT_EQ(stat(dir.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0700u);
+    ASSERT_EQ(dsh({"session", "end", "tmpshare"}).status, 0);
+    EXPECT_FALSE(e2e::exists(dir));
+}
+
+TEST_F(RunBwrap, SessionTempAreaIsTheSandboxsTmp) {
+    const std::string ws = scratch.path();
+    ASSERT_EQ(dsh({"session", "start", "tmpbw", "--cwd", ws}).status, 0);
+    ASSERT_EQ(dsh({"run", "--backend", "bwrap", "--session", "tmpbw", "--mode", "workspace-write", "--", "/bin/sh", "-c",
+                   "echo kept > /tmp/note"}).status, 0);
+    const e2e::Result second =
+        dsh({"run", "--backend", "bwrap", "--session", "tmpbw", "--mode", "workspace-write", "--", "cat", "/tmp/note"});
+    EXPECT_EQ(second.out, "kept\n") << second.err;
+    EXPECT_TRUE(e2e::exists(home / "state/dsh-confine/sessions/tmpbw/tmp/note"));
+    ASSERT_EQ(dsh({"session", "end", "tmpbw"}).status, 0);
+    EXPECT_FALSE(e2e::exists(home / "state/dsh-confine/sessions/tmpbw"));
+}
+
+}  // namespace
