@@ -237,7 +237,8 @@ std::string render_verify_text(const nlohmann::ordered_json& reports) {
                 (report["ok"].get<bool>() ? "ok" : "FAILED") + "\n";
         for (const auto& e : report["effects"]) {
             const bool held = e["held"].get<bool>();
-            std::string mark = held ? "held" : (e["namedGap"].get<bool>() ? "gap " : "FAIL");
+            const bool denied = e["expected"] == "denied";
+            std::string mark = held ? (denied ? "held" : " ok ") : (e["namedGap"].get<bool>() ? "gap " : "FAIL");
             text += "  [" + mark + "] " + e["mode"].get<std::string>() + ": " + e["expected"].get<std::string>() + ": " +
                     e["effect"].get<std::string>();
             if (!e["detail"].get<std::string>().empty()) text += " (" + e["detail"].get<std::string>() + ")";

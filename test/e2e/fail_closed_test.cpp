@@ -216,3 +216,36 @@ TEST(FailClosed, WarmProbeCacheSpawnsNoProbeUntilTheRunnerChanges) {
 }
 
 }  // namespace
+
+namespace {
+
+// `doctor --verify`, the CI smoke check: on this host every usable backend holds what it
+// promises (a full backend lets nothing through; a partial one only its named gaps).
+TEST(DoctorVerify, EveryUsableBackendHoldsItsPromiseHere) {
+    e2e::TempDir home;
+    e2e::RunOptions options;
+    options.env = e2e::isolated_env(home.path());
+    const e2e::Result r = e2e::run({"doctor", "--verify", "--json"}, options);
+    EXPECT_EQ(r.status, 0) << r.out << r.err;
+    const nlohmann::json doctor = nlohmann::json::parse(r.out, nullptr, false);
+    ASSERT_TRUE(doctor.is_object()) << r.out;
+    ASSERT_FALSE(doctor["verify"].empty());
+    for (const auto& report : doctor["verify"]) {
+        EXPECT_TRUE(report["ok"].get<bool>()) << report.dump(2);
+        EXPECT_GT(report["effects"].size(), 40u);
+        if (report["enforcement"] == "full")
+            for (const auto& effect : report["effects"]) EXPECT_TRUE(effect["held"].get<bool>()) << effect.dump();
+    }
+}
+
+TEST(DoctorVerify, TextOutputNamesEachEffect) {
+    e2e::TempDir home;
+    e2e::RunOptions options;
+    options.env = e2e::isolated_env(home.path());
+    const e2e::Result r = e2e::run({"doctor", "--verify"}, options);
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("verify bwrap (full): ok"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("denied: rename the workspace root itself"), std::string::npos) << r.out;
+}
+
+}  // namespace
