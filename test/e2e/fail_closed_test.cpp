@@ -233,8 +233,9 @@ TEST(DoctorVerify, EveryUsableBackendHoldsItsPromiseHere) {
     for (const auto& report : doctor["verify"]) {
         EXPECT_TRUE(report["ok"].get<bool>()) << report.dump(2);
         EXPECT_GT(report["effects"].size(), 40u);
-        if (report["enforcement"] == "full")
+        if (report["enforcement"] == "full") {
             for (const auto& effect : report["effects"]) EXPECT_TRUE(effect["held"].get<bool>()) << effect.dump();
+        }
     }
 }
 
