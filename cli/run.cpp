@@ -51,24 +51,18 @@ int run_confined(const PolicyOptions& options, const std::vector<std::string>& a
 
     const int status = outcome.signal ? 128 + outcome.signal : outcome.exitCode;
     const bool command_missing = outcome.execFailed || missing.finish(status).verdict == Verdict::Denial;
-    Classification verdict;
-    if (outcome.started && *outcome.started) {
-        // The runner started the command: nothing on stderr can prove a runner failure now.
-        verdict = classifier.finish(status, false);
-    } else if (outcome.started && !command_missing) {
-        // The runner's own proof: it never reached the command.
-        verdict = classifier.finish(status);
-        if (verdict.verdict != Verdict::RunnerFailure) {
-            verdict = Classification{Verdict::RunnerFailure, status, std::nullopt, std::nullopt, std::nullopt};
-            verdict.line = outcome.signal ? "the runner was killed by signal " + std::to_string(outcome.signal) +
-                                                " before starting the command"
-                                          : "the runner exited with status " + std::to_string(status) +
-                                                " before starting the command";
-        }
-    } else if (outcome.started) {
-        verdict = classifier.finish(status, false);  // the command is missing: its own failure
-    } else {
-        verdict = classifier.finish(status);  // no proof either way: the rules decide
+    // The runner's proof decides where there is one: once it started the command (or reached
+    // its execve and found it missing), nothing on stderr can prove a runner failure; when it
+    // never got there, the run is a runner failure whatever stderr says. Without a proof
+    // (none offered, or the runner was killed), the rules decide.
+    const bool runner_reached_command = outcome.started && (*outcome.started || command_missing);
+    Classification verdict = classifier.finish(status, !runner_reached_command);
+    if (outcome.started && !runner_reached_command && verdict.verdict != Verdict::RunnerFailure) {
+        verdict = Classification{Verdict::RunnerFailure, status, std::nullopt, std::nullopt, std::nullopt};
+        verdict.line = outcome.signal ? "the runner was killed by signal " + std::to_string(outcome.signal) +
+                                            " before starting the command"
+                                      : "the runner exited with status " + std::to_string(status) +
+                                            " before starting the command";
     }
 
     if (!report_file.empty() || report_fd >= 0) {

@@ -137,7 +137,8 @@ std::string snapshot_tree(const std::string& path) {
         std::vector<std::string> entries;
         if (DIR* dir = opendir(path.c_str())) {
             while (dirent* entry = readdir(dir))
-                if (std::strcmp(entry->d_name, ".") && std::strcmp(entry->d_name, "..")) entries.push_back(entry->d_name);
+                if (std::strcmp(entry->d_name, ".") != 0 && std::strcmp(entry->d_name, "..") != 0)
+                    entries.push_back(entry->d_name);
             closedir(dir);
         }
         std::sort(entries.begin(), entries.end());
@@ -186,6 +187,7 @@ EffectRun run_effect(const std::vector<std::string>& argv, const Pty* pty, int t
         dup2(pipe_fds[1], 1);
         dup2(pipe_fds[1], 2);
         std::vector<char*> args;
+        args.reserve(argv.size() + 1);
         for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
         args.push_back(nullptr);
         execv(args[0], args.data());

@@ -263,7 +263,7 @@ bool StateDirStorage::remove(const std::string& id) {
 std::string StateDirStorage::temp_dir(const std::string& id) {
     Fd dir(open_session(id, false));
     if (!dir) throw Error(code::Session, "no session '" + id + "'");
-    const std::string path = state_dir_ + "/sessions/" + id + "/tmp";
+    std::string path = state_dir_ + "/sessions/" + id + "/tmp";
     Fd tmp(open_dir_at(dir.get(), "tmp", true, path));
     require_private(tmp.get(), path);
     return path;

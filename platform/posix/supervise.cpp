@@ -137,6 +137,7 @@ SupervisedRun supervise(std::vector<std::string> argv, StartProof proof, int sta
         argv[static_cast<std::size_t>(status_fd_slot)] = std::to_string(status_pipe[1]);
     }
     std::vector<char*> args;
+    args.reserve(argv.size() + 1);
     for (auto& arg : argv) args.push_back(arg.data());
     args.push_back(nullptr);
 
