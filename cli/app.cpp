@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -367,11 +368,14 @@ int run_classify(const std::string& plan_file, const std::string& backend, const
         input = std::fopen(stderr_file.c_str(), "rb");
         if (!input) throw Error(code::Input, stderr_file + ": " + std::strerror(errno));
     }
-    std::vector<char> buffer(1 << 16);
+    // Large reads, as the classifier skips whole lines in bulk; left uninitialized, so a short
+    // stderr touches one page of it, not 256.
+    constexpr std::size_t kReadSize = 1 << 20;
+    const std::unique_ptr<char[]> buffer(new char[kReadSize]);
     while (true) {
-        const std::size_t n = std::fread(buffer.data(), 1, buffer.size(), input);
-        if (n > 0) classifier.feed(std::string_view(buffer.data(), n));
-        if (n < buffer.size()) {
+        const std::size_t n = std::fread(buffer.get(), 1, kReadSize, input);
+        if (n > 0) classifier.feed(std::string_view(buffer.get(), n));
+        if (n < kReadSize) {
             if (std::ferror(input)) throw Error(code::Input, (stderr_file.empty() ? "stdin" : stderr_file) + ": read error");
             break;
         }
@@ -509,10 +513,16 @@ int run(int argc, char** argv) {
     run_cmd->add_option("--report", report_file, "write the JSON report to FILE");
     run_cmd->add_option("--report-fd", report_fd, "write the JSON report to file descriptor N");
     run_cmd->prefix_command();
+    run_cmd->footer("\nExamples:\n  dsh-confine run --mode workspace-write --workspace-root \"$PWD\" --report report.json -- npm test\n"
+                    "  dsh-confine run --report-fd 3 -- make 3>report.json\n"
+                    "Exit status: the command's own (128+N after signal N); 125 when the sandbox never started it\n"
+                    "(RUNNER_FAILURE) or dsh-confine itself failed.\n");
 
     CLI::App* policy_cmd = app.add_subcommand("policy", "print the resolved execution policy (JSON)");
     PolicyOptions policy_options;
     add_policy_options(*policy_cmd, policy_options, false);
+    policy_cmd->footer("\nExamples:\n  dsh-confine policy\n  dsh-confine policy --session s1\n"
+                       "  dsh-confine policy --config ./config.toml --mode workspace-write --workspace-root \"$PWD\"\n");
 
     CLI::App* classify_cmd = app.add_subcommand("classify", "classify a failed run from its stderr and exit code");
     std::string plan_file, classify_backend, exit_code_text, stderr_file, classify_format = "text", classify_config;
@@ -530,6 +540,8 @@ int run(int argc, char** argv) {
     doctor_cmd->add_flag("--json", doctor_options.json, "print JSON");
     doctor_cmd->add_flag("--verify", doctor_options.verify, "run denied and allowed effects under each usable backend");
     doctor_cmd->add_option("--config", doctor_options.config, "the config file");
+    doctor_cmd->footer("\nExamples:\n  dsh-confine doctor\n  dsh-confine doctor --json | jq '.backends[] | {name, usable, enforcement}'\n"
+                       "  dsh-confine doctor --verify    # in CI: exits 1 if a backend leaks or over-blocks\n");
 
     CLI::App* session_cmd = app.add_subcommand("session", "sessions: an immutable cwd and a log of mode events");
     session_cmd->require_subcommand(1);
@@ -557,6 +569,16 @@ int run(int argc, char** argv) {
     landlock_cmd->add_option("--max-abi", ll.maxAbi)->check(CLI::PositiveNumber);
     landlock_cmd->prefix_command();
 
+    CLI::App* token_cmd =
+        app.add_subcommand("restricted-token-exec", "the Windows runner a printed restricted-token plan invokes");
+    platform::RestrictedTokenExecRequest rt;
+    token_cmd->add_option("--mode", rt.mode)->required();
+    token_cmd->add_option("--workspace-root", rt.workspaceRoot)->required();
+    token_cmd->add_option("--temp-dir", rt.tempDir);
+    token_cmd->add_option("--private-temp-base", rt.privateTempBase);
+    token_cmd->add_option("--protect", rt.protectedPaths, "dsh-confine's own files inside the workspace (repeatable)");
+    token_cmd->prefix_command();
+
     // The effect helper `doctor --verify` runs confined: not part of the interface.
     CLI::App* effect_cmd = app.add_subcommand("__effect", "");
     effect_cmd->group("");
@@ -572,8 +594,8 @@ int run(int argc, char** argv) {
     } catch (const CLI::CallForVersion& e) {
         return app.exit(e);
     } catch (const CLI::ParseError& e) {
-        const bool runner = landlock_cmd->parsed();
-        std::fprintf(stderr, "dsh-confine: error: %s: %s\n", runner ? code::Landlock : code::Usage, e.what());
+        const char* which = landlock_cmd->parsed() ? code::Landlock : token_cmd->parsed() ? "RESTRICTED_TOKEN" : code::Usage;
+        std::fprintf(stderr, "dsh-confine: error: %s: %s\n", which, e.what());
         return 125;
     }
 
@@ -589,7 +611,7 @@ int run(int argc, char** argv) {
                                                  parsed_subcommands.front()->get_name() +
                                                  "' (a subcommand's options go after its name)");
             const CLI::App* sub = parsed_subcommands.front();
-            const bool takes_program = sub == run_cmd || sub == landlock_cmd || sub == effect_cmd;
+            const bool takes_program = sub == run_cmd || sub == landlock_cmd || sub == token_cmd || sub == effect_cmd;
             if (!takes_program && !app.remaining().empty())
                 throw Error(code::Usage, "unexpected argument '" + app.remaining().front() + "' for 'dsh-confine " +
                                              sub->get_name() + "'");
@@ -607,6 +629,20 @@ int run(int argc, char** argv) {
                 return 125;
             }
             return platform::landlock_exec(ll, rest);
+        }
+        if (token_cmd->parsed()) {
+            std::vector<std::string> rest;
+            try {
+                rest = program_words(app, token_cmd, line);
+            } catch (const Error& e) {
+                std::fprintf(stderr, "dsh-confine: error: RESTRICTED_TOKEN: restricted-token-exec: %s\n", e.what());
+                return 125;
+            }
+            if (rest.empty()) {
+                std::fprintf(stderr, "dsh-confine: error: RESTRICTED_TOKEN: restricted-token-exec: no PROGRAM given\n");
+                return 125;
+            }
+            return platform::restricted_token_exec(rt, rest);
         }
         if (effect_cmd->parsed()) return run_effect_helper(program_words(app, effect_cmd, line));
         if (run_cmd->parsed()) {

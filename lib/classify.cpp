@@ -4,6 +4,7 @@
 #include <array>
 #include <cstring>
 #include <deque>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -75,75 +76,348 @@ StreamClassifier::StreamClassifier(const Dialect& dialect) : dialect_(dialect) {
     build();
 }
 
-// A dense DFA: goto and failure links folded into one table, ASCII letters folded to lower case.
+namespace {
+
+constexpr std::uint32_t kAccepting = 1U << 31;
+constexpr std::size_t kNoMatch = static_cast<std::size_t>(-1);
+constexpr std::size_t kMaxAnchorLength = 32;
+constexpr std::size_t kMaxProbeOffset = 16;
+constexpr std::size_t kProbeSample = 64 * 1024;
+
+// A rough frequency of bytes in build logs and English text. It only chooses how to skip
+// (which is correct whatever the input), so a coarse ranking is enough.
+double typical_weight(unsigned char c) {
+    static constexpr std::string_view by_rank = "etaoinsrhldcumfpgwybvkxjqz";
+    static constexpr std::string_view log_punctuation = "/.:-_'\"(),=[]<>";
+    if (c == ' ') return 30;
+    if (c >= 'a' && c <= 'z') return static_cast<double>(27 - by_rank.find(static_cast<char>(c)));
+    if (c >= 'A' && c <= 'Z') return 0.2 * static_cast<double>(27 - by_rank.find(static_cast<char>(c + 32)));
+    if (c >= '0' && c <= '9') return 6;
+    if (log_punctuation.find(static_cast<char>(c)) != std::string_view::npos) return 8;
+    if (c > ' ' && c < 0x7f) return 2;
+    return 0.1;
+}
+
+bool within_a_line(const std::string& text) { return text.find('\n') == std::string::npos; }
+
+// The probe filter compares bytes with bit 0x20 set, which folds ASCII case (and merges a few
+// other pairs: harmless, the automaton checks every candidate).
+unsigned char probe_byte(unsigned char c) { return static_cast<unsigned char>(c | 0x20); }
+
+// The first q in [from, end) where data[q], data[q+1] is one of the probes, or end; data[end]
+// must be readable. Written for the compiler to vectorize the inner loop (SSE2 on any x86-64).
+std::size_t find_probe(const std::array<std::array<unsigned char, 2>, 4>& probes, const unsigned char* data,
+                       std::size_t from, std::size_t end) {
+    const unsigned char a0 = probes[0][0], b0 = probes[0][1], a1 = probes[1][0], b1 = probes[1][1];
+    const unsigned char a2 = probes[2][0], b2 = probes[2][1], a3 = probes[3][0], b3 = probes[3][1];
+    constexpr std::size_t kBlock = 64;
+    std::size_t q = from;
+    for (; q + kBlock <= end; q += kBlock) {
+        unsigned char any = 0;
+        for (std::size_t j = 0; j < kBlock; ++j) {
+            const unsigned char a = data[q + j] | 0x20, b = data[q + j + 1] | 0x20;
+            any |= static_cast<unsigned char>(((a == a0) & (b == b0)) | ((a == a1) & (b == b1)) |
+                                              ((a == a2) & (b == b2)) | ((a == a3) & (b == b3)));
+        }
+        if (any) break;
+    }
+    for (; q < end; ++q) {
+        const unsigned char a = data[q] | 0x20, b = data[q + 1] | 0x20;
+        if ((a == a0 && b == b0) || (a == a1 && b == b1) || (a == a2 && b == b2) || (a == a3 && b == b3)) return q;
+    }
+    return end;
+}
+
+}  // namespace
+
+// A dense DFA over byte classes (each folded byte the signatures use, and one class for all
+// the others): goto and failure links folded into one table. A signature holding '\n' can
+// never occur within a line, so it stays out of the automaton.
 void StreamClassifier::build() {
-    std::vector<std::array<std::int32_t, 256>> trie(1);
-    trie[0].fill(-1);
+    std::vector<std::uint32_t> usable;
+    for (std::uint32_t p = 0; p < patterns_.size(); ++p)
+        if (within_a_line(patterns_[p].text)) usable.push_back(p);
+    matchable_ = !usable.empty();
+    class_of_.fill(0);
+    classes_ = 1;
+    for (std::uint32_t p : usable)
+        for (unsigned char c : patterns_[p].text)
+            if (class_of_[c] == 0) class_of_[c] = static_cast<std::uint8_t>(classes_++);
+    for (int c = 'A'; c <= 'Z'; ++c) class_of_[c] = class_of_[c + 32];  // the texts are lowered
+    const std::uint32_t width = classes_;
+
+    // The trie first, in next_ itself: 0 is "no child", as no edge leads back to the root.
+    std::size_t bytes = 0;
+    for (std::uint32_t p : usable) bytes += patterns_[p].text.size();
+    next_.assign(width, 0);
+    next_.reserve((bytes + 1) * width);
     out_.assign(1, {});
-    for (std::uint32_t p = 0; p < patterns_.size(); ++p) {
-        std::int32_t state = 0;
+    for (std::uint32_t p : usable) {
+        std::size_t state = 0;
         for (unsigned char c : patterns_[p].text) {
-            if (trie[state][c] < 0) {
-                trie[state][c] = static_cast<std::int32_t>(trie.size());
-                trie.emplace_back();
-                trie.back().fill(-1);
+            const std::size_t at = state * width + class_of_[c];
+            if (next_[at] == 0) {
+                next_[at] = static_cast<std::uint32_t>(out_.size());
                 out_.emplace_back();
+                next_.resize(out_.size() * width, 0);
             }
-            state = trie[state][c];
+            state = next_[at];
         }
         out_[state].push_back(p);
     }
-    const std::size_t states = trie.size();
-    next_.assign(states * 256, 0);
-    std::vector<std::int32_t> failure(states, 0);
-    std::deque<std::int32_t> queue;
-    for (int c = 0; c < 256; ++c) {
-        const std::int32_t child = trie[0][c];
-        next_[c] = child < 0 ? 0 : child;
-        if (child > 0) queue.push_back(child);
-    }
+    // Then the failure links, breadth first, each missing edge replaced by its failure's.
+    std::vector<std::uint32_t> failure(out_.size(), 0);
+    std::deque<std::uint32_t> queue;
+    for (std::uint32_t c = 0; c < width; ++c)
+        if (next_[c] != 0) queue.push_back(next_[c]);
     while (!queue.empty()) {
-        const std::int32_t state = queue.front();
+        const std::uint32_t state = queue.front();
         queue.pop_front();
         const auto& inherited = out_[failure[state]];
         out_[state].insert(out_[state].end(), inherited.begin(), inherited.end());
-        for (int c = 0; c < 256; ++c) {
-            const std::int32_t child = trie[state][c];
-            const std::int32_t via_failure = next_[failure[state] * 256 + c];
-            if (child < 0) {
-                next_[state * 256 + c] = via_failure;
+        for (std::uint32_t c = 0; c < width; ++c) {
+            std::uint32_t& edge = next_[state * width + c];
+            const std::uint32_t via_failure = next_[failure[state] * width + c];
+            if (edge == 0) {
+                edge = via_failure;
             } else {
-                failure[child] = via_failure;
-                next_[state * 256 + c] = child;
-                queue.push_back(child);
+                failure[edge] = via_failure;
+                queue.push_back(edge);
             }
         }
     }
-    // Fold upper-case input onto the lower-case transitions.
-    for (std::size_t s = 0; s < states; ++s)
-        for (int c = 'A'; c <= 'Z'; ++c) next_[s * 256 + c] = next_[s * 256 + c + 32];
+    // Entries hold the next state's row offset, so a step is one load and one mask.
+    for (std::uint32_t& edge : next_) edge = edge * width | (out_[edge].empty() ? 0 : kAccepting);
+    if (matchable_) plan_skip();
 }
 
+// Probes: at most four byte pairs such that every signature holds one of them within its
+// first kMaxProbeOffset + 2 bytes, picked greedily by signatures covered per occurrence in
+// the first kProbeSample bytes of input (typical byte frequencies break ties). A signature
+// occurs at s only where a probe occurs within [s, s + probe_reach_], so the automaton may
+// jump to probe - probe_reach_. Without a cover, Horspool stays.
+void StreamClassifier::sample(std::string_view chunk) {
+    if (pair_counts_.empty()) {
+        // Rows of counters only for the first bytes of pairs that can be probes.
+        std::uint16_t rows = 0;
+        for (const Pattern& pattern : patterns_)
+            for (std::size_t at = 0; at + 1 < pattern.text.size() && at <= kMaxProbeOffset; ++at) {
+                auto& row = pair_row_[probe_byte(static_cast<unsigned char>(pattern.text[at]))];
+                if (row == 0) row = ++rows;
+            }
+        pair_counts_.assign((rows + 1) * std::size_t{256}, 0);  // row 0: every other first byte
+    }
+    const std::size_t size = std::min(chunk.size(), kProbeSample - sampled_);
+    const auto* data = reinterpret_cast<const unsigned char*>(chunk.data());
+    for (std::size_t i = 0; i + 1 < size; ++i) ++pair_counts_[pair_row_[probe_byte(data[i])] * 256 + probe_byte(data[i + 1])];
+    sampled_ += size;
+    if (sampled_ < kProbeSample) return;
+    plan_probes();
+    sampling_ = false;
+    std::vector<std::uint16_t>().swap(pair_counts_);
+}
+
+bool StreamClassifier::plan_probes() {
+    std::array<double, 256> weight{};
+    double total = 0;
+    for (int b = 0; b < 256; ++b) {
+        weight[probe_byte(static_cast<unsigned char>(b))] += typical_weight(static_cast<unsigned char>(b));
+        total += typical_weight(static_cast<unsigned char>(b));
+    }
+    auto expected = [&](const std::array<unsigned char, 2>& probe) {
+        const double prior = weight[probe[0]] * weight[probe[1]] / (total * total);  // per byte
+        return pair_counts_[pair_row_[probe[0]] * std::size_t{256} + probe[1]] + 16 * prior;
+    };
+    using Probe = std::array<unsigned char, 2>;
+    struct Holder {
+        std::size_t text;
+        std::size_t offset;  // the probe's first offset in it
+    };
+    std::map<Probe, std::vector<Holder>> holders;
+    std::size_t texts = 0;
+    for (const Pattern& pattern : patterns_) {
+        if (!within_a_line(pattern.text)) continue;
+        if (pattern.text.size() < 2) return false;
+        for (std::size_t at = 0; at + 1 < pattern.text.size() && at <= kMaxProbeOffset; ++at) {
+            const Probe probe{probe_byte(static_cast<unsigned char>(pattern.text[at])),
+                              probe_byte(static_cast<unsigned char>(pattern.text[at + 1]))};
+            auto& list = holders[probe];
+            if (list.empty() || list.back().text != texts) list.push_back({texts, at});
+        }
+        ++texts;
+    }
+    std::vector<bool> covered(texts, false);
+    std::size_t left = texts, chosen = 0, reach = 0;
+    while (left > 0) {
+        if (chosen == probes_.size()) return false;
+        const std::pair<const Probe, std::vector<Holder>>* best = nullptr;
+        double best_score = 0;
+        for (const auto& entry : holders) {
+            const auto covers = static_cast<double>(
+                std::count_if(entry.second.begin(), entry.second.end(), [&](const Holder& h) { return !covered[h.text]; }));
+            const double score = covers / expected(entry.first);
+            if (score > best_score) {
+                best_score = score;
+                best = &entry;
+            }
+        }
+        for (const Holder& h : best->second) {
+            if (covered[h.text]) continue;
+            covered[h.text] = true;
+            --left;
+            reach = std::max(reach, h.offset);
+        }
+        probes_[chosen++] = best->first;
+    }
+    for (std::size_t k = chosen; k < probes_.size(); ++k) probes_[k] = probes_[0];
+    probe_reach_ = reach;
+    use_probes_ = true;
+    return true;
+}
+
+// Every signature begins with an anchor: its first L bytes, for the L (at most the shortest
+// signature's length) that promises the longest expected jump per window looked at.
+void StreamClassifier::plan_skip() {
+    std::size_t shortest = kMaxAnchorLength;
+    for (const Pattern& pattern : patterns_)
+        if (within_a_line(pattern.text)) shortest = std::min(shortest, pattern.text.size());
+    double best_score = -1;
+    for (std::size_t length = 1; length <= shortest; ++length) {
+        std::vector<std::string> anchors;
+        for (const Pattern& pattern : patterns_)
+            if (within_a_line(pattern.text)) anchors.push_back(pattern.text.substr(0, length));
+        std::sort(anchors.begin(), anchors.end());
+        anchors.erase(std::unique(anchors.begin(), anchors.end()), anchors.end());
+        std::array<std::size_t, 256> shift;
+        shift.fill(length);
+        std::array<std::size_t, 256> ending{};
+        for (const std::string& anchor : anchors) {
+            for (std::size_t j = 0; j + 1 < length; ++j) {
+                const auto c = static_cast<unsigned char>(anchor[j]);
+                shift[c] = std::min(shift[c], length - 1 - j);
+            }
+            ++ending[static_cast<unsigned char>(anchor.back())];
+        }
+        double moved = 0, cost = 0;
+        for (int b = 0; b < 256; ++b) {
+            const unsigned char c = fold(static_cast<unsigned char>(b));
+            const double weight = typical_weight(static_cast<unsigned char>(b));
+            moved += weight * static_cast<double>(shift[c]);
+            cost += weight * (1.0 + static_cast<double>(ending[c]));
+        }
+        const double score = moved / cost;
+        if (score <= best_score) continue;
+        best_score = score;
+        anchor_length_ = length;
+        for (auto& list : anchors_) list.clear();
+        for (const std::string& anchor : anchors) anchors_[static_cast<unsigned char>(anchor.back())].push_back(anchor);
+        for (int b = 0; b < 256; ++b) {
+            const unsigned char c = fold(static_cast<unsigned char>(b));
+            shift_after_[static_cast<std::size_t>(b)] = static_cast<std::uint8_t>(shift[c]);
+            shift_[static_cast<std::size_t>(b)] = ending[c] ? 0 : static_cast<std::uint8_t>(shift[c]);
+        }
+    }
+}
+
+// The first position from `from` where an anchor begins, or where too few bytes are left to
+// hold one (the automaton then steps through them, to carry its state into the next feed).
+// Horspool: a window [s, s+L) whose last byte lies at no anchor position j < L-1 within
+// `shift` of the end rules out every anchor starting in (s, s+shift), even one that would
+// reach past `size`.
+std::size_t StreamClassifier::skip(const unsigned char* data, std::size_t from, std::size_t size) const {
+    const std::size_t length = anchor_length_;
+    std::size_t at = from;
+    while (at + length <= size) {
+        const unsigned char last = data[at + length - 1];
+        const std::uint8_t shift = shift_[last];
+        if (shift != 0) {
+            at += shift;
+            continue;
+        }
+        for (const std::string& anchor : anchors_[fold(last)]) {
+            std::size_t j = 0;
+            while (j + 1 < length && fold(data[at + j]) == static_cast<unsigned char>(anchor[j])) ++j;
+            if (j + 1 >= length) return at;
+        }
+        at += shift_after_[last];
+    }
+    return std::min(at, size);
+}
+
+// Runs the automaton from state_ over data[from, size), jumping ahead wherever it is at the
+// root. Returns the position just past the first byte that ends a signature (state_ is then
+// that accepting state), or kNoMatch.
+std::size_t StreamClassifier::advance(const unsigned char* data, std::size_t from, std::size_t size) {
+    const std::uint32_t* next = next_.data();
+    std::uint32_t state = state_;
+    std::size_t i = from;
+    std::size_t filtered_to = from;  // no jump before here: a probe found ahead is being run to
+    while (i < size) {
+        if (state == 0 && i >= filtered_to) {
+            if (use_probes_) {
+                // Pairs start at q < size - 1; a signature with its probe past that may still begin
+                // within probe_reach_ of the end, and continue in the next feed.
+                const std::size_t end = size - 1;
+                const std::size_t q = i < end ? find_probe(probes_, data, i, end) : end;
+                i = std::max(i, q - std::min(q, probe_reach_));
+                filtered_to = q < end ? q + 1 : size;
+            } else {
+                i = skip(data, i, size);
+                if (i == size) break;
+            }
+        }
+        const std::uint32_t entry = next[state + class_of_[data[i++]]];
+        state = entry & ~kAccepting;
+        if (entry & kAccepting) {
+            state_ = state;
+            return i;
+        }
+    }
+    state_ = state;
+    return kNoMatch;
+}
+
+void StreamClassifier::record_hits() {
+    for (std::uint32_t p : out_[state_ / classes_]) {
+        if (seen_[p] == line_number_) continue;
+        seen_[p] = line_number_;
+        seen_list_.push_back(p);
+    }
+}
+
+// A piece of the current line (no '\n' in it): kept as evidence up to the prefix limit, and
+// matched with the automaton's state carried from the line's earlier pieces.
 void StreamClassifier::scan(const char* data, std::size_t size) {
     if (size == 0) return;
     line_open_ = true;
     if (prefix_.size() < prefix_limit_)
         prefix_.append(data, std::min(size, prefix_limit_ - prefix_.size()));
     line_length_ += size;
-    if (patterns_.empty() || settled()) return;
-    std::int32_t state = state_;
-    const std::int32_t* table = next_.data();
-    for (std::size_t i = 0; i < size; ++i) {
-        state = table[state * 256 + static_cast<unsigned char>(data[i])];
-        if (!out_[state].empty()) {
-            for (std::uint32_t p : out_[state]) {
-                if (seen_[p] == line_number_) continue;
-                seen_[p] = line_number_;
-                seen_list_.push_back(p);
-            }
-        }
+    if (!matchable_ || settled()) return;
+    const auto* bytes = reinterpret_cast<const unsigned char*>(data);
+    for (std::size_t i = 0; (i = advance(bytes, i, size)) != kNoMatch;) record_hits();
+}
+
+// Whole lines, `data` ending with '\n', from the root. The automaton runs across newlines (no
+// signature holds one, so each sends it back to the root) and nothing is done per line until
+// a signature occurs: then that line alone is matched again from its start, to collect every
+// signature in it, and its evidence kept.
+void StreamClassifier::scan_lines(const char* data, std::size_t size) {
+    const auto* bytes = reinterpret_cast<const unsigned char*>(data);
+    std::size_t from = 0;
+    while (true) {
+        const std::size_t hit = advance(bytes, from, size);
+        if (hit == kNoMatch) return;
+        std::size_t start = hit - 1;
+        while (start > from && data[start - 1] != '\n') --start;
+        const auto* newline = static_cast<const char*>(std::memchr(data + hit, '\n', size - hit));
+        const auto end = static_cast<std::size_t>(newline - data);
+        state_ = 0;
+        scan(data + start, end - start);
+        end_line();
+        if (settled()) return;
+        from = end + 1;
     }
-    state_ = state;
 }
 
 void StreamClassifier::end_line() {
@@ -183,20 +457,29 @@ void StreamClassifier::end_line() {
 }
 
 void StreamClassifier::feed(std::string_view chunk) {
+    if (!matchable_ || settled()) return;  // nothing fed from now on can change the verdict
+    if (sampling_) sample(chunk);
     const char* data = chunk.data();
     std::size_t size = chunk.size();
-    while (size > 0) {
-        const void* newline = std::memchr(data, '\n', size);
-        if (!newline) {
-            scan(data, size);
-            return;
-        }
-        const std::size_t length = static_cast<std::size_t>(static_cast<const char*>(newline) - data);
-        scan(data, length);
-        end_line();
-        data += length + 1;
-        size -= length + 1;
+    const auto* newline = static_cast<const char*>(std::memchr(data, '\n', size));
+    if (!newline) {
+        scan(data, size);
+        return;
     }
+    if (line_open_) {  // the line that earlier feeds left open ends here
+        scan(data, static_cast<std::size_t>(newline - data));
+        end_line();
+        if (settled()) return;
+        size -= static_cast<std::size_t>(newline + 1 - data);
+        data = newline + 1;
+    }
+    std::size_t whole_lines = size;
+    while (whole_lines > 0 && data[whole_lines - 1] != '\n') --whole_lines;
+    if (whole_lines > 0) {
+        scan_lines(data, whole_lines);
+        if (settled()) return;
+    }
+    scan(data + whole_lines, size - whole_lines);
 }
 
 bool StreamClassifier::settled() const { return open_slots_ == 0; }

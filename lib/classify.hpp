@@ -1,9 +1,12 @@
 // Classification of a failed run: the contract's algorithm as a streaming matcher. stderr is
 // fed in chunks of any size; memory stays bounded whatever the input (any bytes, NUL and
 // invalid UTF-8 included, lines of any length), because each line is matched as it streams
-// through an Aho-Corasick automaton and only a bounded prefix of it is ever kept.
+// through an Aho-Corasick automaton and only a bounded prefix of it is ever kept. Speed comes
+// from skipping: while no match is in progress, a Horspool skip over the signatures' common
+// first bytes jumps ahead, and whole lines without a candidate are never looked at one by one.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -56,14 +59,45 @@ private:
     };
 
     void build();
+    void sample(std::string_view chunk);
+    bool plan_probes();
+    void plan_skip();
+    std::size_t skip(const unsigned char* data, std::size_t from, std::size_t size) const;
+    std::size_t advance(const unsigned char* data, std::size_t from, std::size_t size);
+    void record_hits();
     void scan(const char* data, std::size_t size);
+    void scan_lines(const char* data, std::size_t size);
     void end_line();
 
     Dialect dialect_;
     std::vector<Pattern> patterns_;
-    std::vector<std::int32_t> next_;                 // states x 256
-    std::vector<std::vector<std::uint32_t>> out_;   // patterns ending at each state
-    std::int32_t state_ = 0;
+
+    // The automaton: a dense DFA over byte classes (the folded bytes the signatures use, and
+    // one class for every other byte), goto and failure links folded into one table. An
+    // entry is the next state's row offset, with kAccepting set when signatures end there.
+    std::array<std::uint8_t, 256> class_of_{};
+    std::uint32_t classes_ = 1;
+    std::vector<std::uint32_t> next_;
+    std::vector<std::vector<std::uint32_t>> out_;  // patterns ending at each state
+    std::uint32_t state_ = 0;                      // a row offset; 0 is the root
+    bool matchable_ = false;                       // some signature can occur within a line
+
+    // The jump ahead while no match is in progress. Usually a vectorizable search for a few
+    // byte pairs (probes) one of which every signature holds near its start. Otherwise (a
+    // one-byte signature, or too many pairs needed) Horspool over the signatures' first
+    // anchor_length_ bytes: a window whose last byte cannot end an anchor moves on by
+    // shift_[byte]; one whose last byte can (shift_ 0) is compared with those anchors.
+    bool use_probes_ = false;
+    bool sampling_ = true;
+    std::size_t sampled_ = 0;
+    std::array<std::uint16_t, 256> pair_row_{};  // while sampling: pairs seen, by probe bytes
+    std::vector<std::uint16_t> pair_counts_;
+    std::array<std::array<unsigned char, 2>, 4> probes_{};
+    std::size_t probe_reach_ = 0;
+    std::size_t anchor_length_ = 1;
+    std::array<std::uint8_t, 256> shift_{};
+    std::array<std::uint8_t, 256> shift_after_{};
+    std::array<std::vector<std::string>, 256> anchors_;  // by their folded last byte
 
     // The current line: which patterns it contained (stamped with the line number, so nothing
     // is cleared per line), and a bounded prefix for evidence and informational equality.

@@ -61,4 +61,15 @@ struct LandlockExecRequest {
 };
 int landlock_exec(const LandlockExecRequest& request, const std::vector<std::string>& argv);
 
+// `dsh-confine restricted-token-exec ...` where the system has the restricted-token backend
+// (Windows); 125 elsewhere.
+struct RestrictedTokenExecRequest {
+    std::string mode;
+    std::string workspaceRoot;
+    std::string tempDir;                      // empty: none
+    std::string privateTempBase;              // empty: none
+    std::vector<std::string> protectedPaths;  // dsh-confine's own files inside the workspace
+};
+int restricted_token_exec(const RestrictedTokenExecRequest& request, const std::vector<std::string>& argv);
+
 }  // namespace dsh::platform

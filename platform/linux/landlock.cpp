@@ -185,7 +185,8 @@ bool drop_capabilities(std::string& why) {
             why = errno_text("securebits");
             return false;
         }
-        for (int cap = 0; cap <= last_capability(); ++cap)
+        const int last = last_capability();  // read once: each call opens a /proc file
+        for (int cap = 0; cap <= last; ++cap)
             if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno != EINVAL) {
                 why = errno_text("dropping the capability bounding set");
                 return false;

@@ -54,10 +54,10 @@ ProgramLookup resolve_program(const std::string& name) {
         const std::size_t end = search.find(':', start);
         std::string dir = search.substr(start, end == std::string::npos ? std::string::npos : end - start);
         const std::string candidate = (dir.empty() ? std::string(".") : dir) + "/" + name;
-        if (is_executable_file(candidate)) return {Lookup::Found, candidate};
-        if (not_executable.status == Lookup::NotFound && exists(candidate)) {
-            struct stat st {};
-            if (stat(candidate.c_str(), &st) == 0 && !S_ISDIR(st.st_mode))
+        struct stat st {};
+        if (stat(candidate.c_str(), &st) == 0) {  // one stat per entry: most entries are misses
+            if (S_ISREG(st.st_mode) && access(candidate.c_str(), X_OK) == 0) return {Lookup::Found, candidate};
+            if (not_executable.status == Lookup::NotFound && !S_ISDIR(st.st_mode))
                 not_executable = {Lookup::NotExecutable, candidate};
         }
         if (end == std::string::npos) break;

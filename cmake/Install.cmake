@@ -1,0 +1,97 @@
+# What `cmake --install` puts on a system, and the Debian package CPack makes of it: the
+# binary, the man page (generated at build time from docs/dsh-confine.1.md), the bash and zsh
+# completions and an example config. `cpack -G DEB` in the build directory makes the .deb.
+include(GNUInstallDirs)
+
+# The man page and the .deb are for Linux hosts; elsewhere (and in cross builds) they are opt-in.
+if(CMAKE_SYSTEM_NAME STREQUAL "Linux")
+  set(dsh_man_page_default ON)
+else()
+  set(dsh_man_page_default OFF)
+endif()
+option(DSH_MAN_PAGE "Generate and install the dsh-confine(1) man page (needs pandoc or help2man)" ${dsh_man_page_default})
+set(DSH_PACKAGE_MAINTAINER "dsh-confine maintainers <maintainers@dsh-confine.invalid>"
+    CACHE STRING "The Maintainer field of the Debian package")
+
+install(TARGETS dsh-confine RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+
+# --- the man page ---------------------------------------------------------------------------
+# pandoc renders the hand-written page; without it, help2man builds a page from --help of the
+# built binary (less complete, but never out of date with the options). -DDSH_PANDOC=OFF
+# forces the fallback.
+if(DSH_MAN_PAGE)
+  find_program(DSH_PANDOC pandoc)
+  find_program(DSH_HELP2MAN help2man)
+  find_program(DSH_GZIP gzip)
+  set(man_page ${CMAKE_BINARY_DIR}/dsh-confine.1)
+  set(man_source ${PROJECT_SOURCE_DIR}/docs/dsh-confine.1.md)
+  if(DSH_PANDOC)
+    add_custom_command(OUTPUT ${man_page}
+      COMMAND ${DSH_PANDOC} --standalone --from markdown --to man
+              --metadata "footer=dsh-confine ${PROJECT_VERSION}" --output ${man_page} ${man_source}
+      DEPENDS ${man_source}
+      COMMENT "Generating dsh-confine.1 from docs/dsh-confine.1.md (pandoc)"
+      VERBATIM)
+  elseif(DSH_HELP2MAN AND NOT CMAKE_CROSSCOMPILING)  # help2man runs the built binary
+    message(STATUS "dsh-confine: no pandoc; the man page comes from help2man and --help")
+    add_custom_command(OUTPUT ${man_page}
+      COMMAND ${DSH_HELP2MAN} --no-info --no-discard-stderr --section=1
+              "--name=run an untrusted command under a file-effect policy" --output=${man_page}
+              $<TARGET_FILE:dsh-confine>
+      DEPENDS dsh-confine
+      COMMENT "Generating dsh-confine.1 from --help (help2man)"
+      VERBATIM)
+  else()
+    message(FATAL_ERROR
+      "dsh-confine: the man page needs pandoc (or help2man, in a native build), and neither was found.\n"
+      "Install one (Debian: apt-get install pandoc), or configure with -DDSH_MAN_PAGE=OFF.")
+  endif()
+  # Debian installs man pages compressed; -n keeps the name and time out, for reproducible bytes.
+  if(DSH_GZIP)
+    add_custom_command(OUTPUT ${man_page}.gz
+      COMMAND ${DSH_GZIP} -9 -n -k -f ${man_page}
+      DEPENDS ${man_page}
+      VERBATIM)
+    set(installed_man_page ${man_page}.gz)
+  else()
+    set(installed_man_page ${man_page})
+  endif()
+  add_custom_target(dsh-confine-man ALL DEPENDS ${man_page} ${installed_man_page})
+  install(FILES ${installed_man_page} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+endif()
+
+# --- completions and the example config ------------------------------------------------------
+install(FILES ${PROJECT_SOURCE_DIR}/cli/completions/dsh-confine.bash
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions RENAME dsh-confine)
+install(FILES ${PROJECT_SOURCE_DIR}/cli/completions/_dsh-confine
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/zsh/vendor-completions)
+install(FILES ${PROJECT_SOURCE_DIR}/docs/config.example.toml DESTINATION ${CMAKE_INSTALL_DOCDIR})
+
+# --- the package: a .deb on Linux ------------------------------------------------------------
+if(CMAKE_SYSTEM_NAME STREQUAL "Linux")
+  set(CPACK_GENERATOR DEB)
+  set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+elseif(WIN32)
+  set(CPACK_GENERATOR ZIP)
+else()
+  set(CPACK_GENERATOR TGZ)
+endif()
+set(CPACK_PACKAGE_NAME dsh-confine)
+set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "run an untrusted command under a file-effect policy")
+set(CPACK_PACKAGE_DESCRIPTION
+  "dsh-confine runs a command (an agent's tool call, a build script, a CI job) with the host
+readable and only the workspace writable (or nothing writable), says how completely that
+policy is enforced on this host, and tells a sandbox refusal apart from a blocked file effect
+and an ordinary failure. On Linux it confines with bubblewrap or, without user namespaces,
+with Landlock; a confined mode never falls back to running unconfined.")
+set(CPACK_STRIP_FILES ON)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_MAINTAINER "${DSH_PACKAGE_MAINTAINER}")
+set(CPACK_DEBIAN_PACKAGE_SECTION utils)
+set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
+# Depends: computed by dpkg-shlibdeps (dpkg-dev) from the libraries the binary links.
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+# bubblewrap gives `full` enforcement; without it the Landlock backend (the binary itself) works.
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS bubblewrap)
+include(CPack)

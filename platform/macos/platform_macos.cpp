@@ -1,0 +1,53 @@
+// platform.hpp on macOS: one backend, Seatbelt through /usr/bin/sandbox-exec, and exec(2) of
+// its argv. sandbox-exec offers no proof of start: attribution relies on its dialect.
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "../platform.hpp"
+#include "../posix/process.hpp"
+#include "../posix/state_store.hpp"
+#include "seatbelt.hpp"
+
+namespace dsh::platform {
+
+std::vector<std::string> default_backend_chain() { return {"seatbelt"}; }
+
+std::string system_name() { return "macOS"; }
+
+std::shared_ptr<const Backend> make_backend(const std::string& name, const Config& config, const HostContext& host) {
+    if (name == "seatbelt") return std::make_shared<seatbelt::SeatbeltBackend>(config.seatbelt, host.protectedPaths);
+    return nullptr;
+}
+
+int exec_plan(const ConfinedArgv& confined, const SandboxPolicy& /*policy*/, const std::vector<std::string>& /*argv*/,
+              const Config& /*config*/) {
+    std::fflush(stdout);
+    posix::exec_argv(confined.argv.front(), confined.argv);
+    std::fprintf(stderr, "dsh-confine: error: RUNNER_EXEC: cannot execute %s: %s\n", confined.argv.front().c_str(),
+                 std::strerror(errno));
+    return 125;
+}
+
+// sandbox-exec has no status channel, and its temp area is the per-user directory, made by
+// the backend and kept: nothing to add for `run`, nothing to remove after it.
+StartProofPlan prepare_for_run(std::vector<std::string>& /*argv*/, const std::string& /*backend*/) { return {}; }
+
+void remove_run_temp_dir(const std::string& dir) {
+    const std::size_t slash = dir.rfind('/');
+    if (slash == std::string::npos) return;
+    const int parent = open(dir.substr(0, slash).c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (parent < 0) return;
+    posix::remove_tree_at(parent, dir.substr(slash + 1));
+    close(parent);
+}
+
+int landlock_exec(const LandlockExecRequest& /*request*/, const std::vector<std::string>& /*argv*/) {
+    std::fprintf(stderr, "dsh-confine: error: LANDLOCK: landlock-exec: Landlock is a Linux mechanism, not available on macOS\n");
+    return 125;
+}
+
+}  // namespace dsh::platform

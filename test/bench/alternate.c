@@ -1,0 +1,134 @@
+/* Whole-process timing for test/bench/run.sh: runs several commands in alternation (one run
+ * of each per round, the order rotated every round), so drift in the machine's state (cache,
+ * frequency, other load) falls on every command alike, and prints each command's median.
+ *
+ *   alternate [-r ROUNDS] [-w WARMUP] -- NAME ARGV... ::: NAME ARGV... ::: ...
+ *
+ * Each run: stdin, stdout and stderr on /dev/null, timed from just before posix_spawn to the
+ * return of wait4 (CLOCK_MONOTONIC). One line per command on stdout:
+ *   NAME MEDIAN_US P25_US P75_US MIN_US CPU_MEDIAN_US MAXRSS_KB EXIT
+ * CPU is user + system time of the process and the children it waited for (wait4's rusage):
+ * steadier than wall time on a busy machine. EXIT is the status of the last run (a signal
+ * shows as 128+N); MAXRSS_KB the largest ru_maxrss over the runs. It reports and never judges: the exit status is always 0 once
+ * every command could be started. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char** environ;
+
+struct command {
+    const char* name;
+    char** argv;
+    double* samples;
+    double* cpu;
+    long maxrss_kb;
+    int last_exit;
+};
+
+static double now_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+static int compare(const void* a, const void* b) {
+    const double x = *(const double*)a, y = *(const double*)b;
+    return (x > y) - (x < y);
+}
+
+static double quantile(const double* sorted, int n, double q) {
+    const double at = q * (n - 1);
+    const int lo = (int)at;
+    const int hi = lo + 1 < n ? lo + 1 : lo;
+    return sorted[lo] + (sorted[hi] - sorted[lo]) * (at - lo);
+}
+
+static double cpu_us(const struct rusage* usage) {
+    return (double)(usage->ru_utime.tv_sec + usage->ru_stime.tv_sec) * 1e6 +
+           (double)(usage->ru_utime.tv_usec + usage->ru_stime.tv_usec);
+}
+
+static double run_once(struct command* c, posix_spawn_file_actions_t* actions, double* cpu) {
+    pid_t pid;
+    const double start = now_us();
+    const int rc = posix_spawn(&pid, c->argv[0], actions, NULL, c->argv, environ);
+    if (rc != 0) {
+        fprintf(stderr, "alternate: %s: cannot run %s: %s\n", c->name, c->argv[0], strerror(rc));
+        exit(2);
+    }
+    int status = 0;
+    struct rusage usage;
+    while (wait4(pid, &status, 0, &usage) < 0 && errno == EINTR) {
+    }
+    const double elapsed = now_us() - start;
+    if (usage.ru_maxrss > c->maxrss_kb) c->maxrss_kb = usage.ru_maxrss;
+    if (cpu) *cpu = cpu_us(&usage);
+    c->last_exit = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return elapsed;
+}
+
+int main(int argc, char** argv) {
+    int rounds = 200, warmup = 10, i = 1;
+    for (; i < argc && strcmp(argv[i], "--") != 0; ++i) {
+        if (strcmp(argv[i], "-r") == 0 && i + 1 < argc) rounds = atoi(argv[++i]);
+        else if (strcmp(argv[i], "-w") == 0 && i + 1 < argc) warmup = atoi(argv[++i]);
+        else {
+            fprintf(stderr, "usage: alternate [-r ROUNDS] [-w WARMUP] -- NAME ARGV... ::: NAME ARGV...\n");
+            return 2;
+        }
+    }
+    if (rounds < 1) rounds = 1;
+    struct command commands[64];
+    int count = 0;
+    for (++i; i < argc && count < 64;) {
+        struct command* c = &commands[count++];
+        memset(c, 0, sizeof *c);
+        c->name = argv[i++];
+        c->argv = &argv[i];
+        while (i < argc && strcmp(argv[i], ":::") != 0) ++i;
+        if (i < argc) argv[i++] = NULL;  /* ends this command's argv */
+        if (c->argv[0] == NULL) {
+            fprintf(stderr, "alternate: %s: no command\n", c->name);
+            return 2;
+        }
+        c->samples = calloc((size_t)rounds, sizeof(double));
+        c->cpu = calloc((size_t)rounds, sizeof(double));
+    }
+    if (count == 0) {
+        fprintf(stderr, "alternate: no commands\n");
+        return 2;
+    }
+
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+
+    for (int w = 0; w < warmup; ++w)
+        for (int k = 0; k < count; ++k) run_once(&commands[k], &actions, NULL);
+    for (int r = 0; r < rounds; ++r)
+        for (int j = 0; j < count; ++j) {
+            struct command* c = &commands[(r + j) % count];
+            c->samples[r] = run_once(c, &actions, &c->cpu[r]);
+        }
+
+    for (int k = 0; k < count; ++k) {
+        struct command* c = &commands[k];
+        qsort(c->samples, (size_t)rounds, sizeof(double), compare);
+        qsort(c->cpu, (size_t)rounds, sizeof(double), compare);
+        printf("%s %.1f %.1f %.1f %.1f %.1f %ld %d\n", c->name, quantile(c->samples, rounds, 0.5),
+               quantile(c->samples, rounds, 0.25), quantile(c->samples, rounds, 0.75), c->samples[0],
+               quantile(c->cpu, rounds, 0.5), c->maxrss_kb, c->last_exit);
+    }
+    return 0;
+}

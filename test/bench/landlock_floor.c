@@ -1,0 +1,73 @@
+/* The floor for the Landlock exec path: the least a runner can do to apply dsh-confine's
+ * read-only ruleset and exec a command. Handled rights: every filesystem right of the kernel's
+ * ABI; rules: "/" read and execute, and the POSIX shell's device sinks read, write, truncate
+ * and ioctl (a sink this host lacks is skipped, as dsh-confine does); then no_new_privs,
+ * landlock_restrict_self and execv. Nothing else: no PATH lookup (PROGRAM is a path), no
+ * option parsing, no capability drop, no seccomp. Works as root and unprivileged.
+ *
+ *   landlock_floor PROGRAM [ARG...]
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifndef SYS_landlock_create_ruleset
+#define SYS_landlock_create_ruleset 444
+#define SYS_landlock_add_rule 445
+#define SYS_landlock_restrict_self 446
+#endif
+
+enum {
+    EXECUTE = 1 << 0, WRITE_FILE = 1 << 1, READ_FILE = 1 << 2, READ_DIR = 1 << 3,
+    MAKE_SYM = 1 << 12, REFER = 1 << 13, TRUNCATE = 1 << 14, IOCTL_DEV = 1 << 15,
+};
+
+struct path_beneath {
+    uint64_t allowed_access;
+    int32_t parent_fd;
+} __attribute__((packed));
+
+static int fail(const char* what) {
+    fprintf(stderr, "landlock_floor: %s: %s\n", what, strerror(errno));
+    return 125;
+}
+
+static int add_rule(int ruleset, const char* path, uint64_t access) {
+    const int fd = open(path, O_PATH | O_CLOEXEC);
+    if (fd < 0) return errno == ENOENT ? 0 : -1;
+    struct path_beneath rule = {access, fd};
+    const long rc = syscall(SYS_landlock_add_rule, ruleset, 1 /* LANDLOCK_RULE_PATH_BENEATH */, &rule, 0);
+    close(fd);
+    return rc == 0 ? 0 : -1;
+}
+
+int main(int argc, char** argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: landlock_floor PROGRAM [ARG...]\n");
+        return 125;
+    }
+    const long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, 1 /* LANDLOCK_CREATE_RULESET_VERSION */);
+    if (abi < 1) return fail("Landlock ABI");
+    uint64_t handled = (MAKE_SYM << 1) - 1;
+    if (abi >= 2) handled |= REFER;
+    if (abi >= 3) handled |= TRUNCATE;
+    if (abi >= 5) handled |= IOCTL_DEV;
+    const uint64_t attr = handled; /* struct landlock_ruleset_attr: its first field suffices */
+    const int ruleset = (int)syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0);
+    if (ruleset < 0) return fail("landlock_create_ruleset");
+    if (add_rule(ruleset, "/", (READ_FILE | READ_DIR | EXECUTE) & handled) != 0) return fail("rule /");
+    static const char* const sinks[] = {"/dev/full", "/dev/null", "/dev/random", "/dev/tty", "/dev/urandom", "/dev/zero"};
+    for (size_t i = 0; i < sizeof sinks / sizeof sinks[0]; ++i)
+        if (add_rule(ruleset, sinks[i], (READ_FILE | WRITE_FILE | TRUNCATE | IOCTL_DEV) & handled) != 0) return fail(sinks[i]);
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return fail("no_new_privs");
+    if (syscall(SYS_landlock_restrict_self, ruleset, 0) != 0) return fail("landlock_restrict_self");
+    close(ruleset);
+    execv(argv[1], argv + 1);
+    return fail(argv[1]);
+}

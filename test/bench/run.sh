@@ -1,0 +1,196 @@
+#!/usr/bin/env bash
+# Whole-process benchmarks of dsh-confine, side by side in one run: each group of commands is
+# timed in alternation (test/bench/alternate.c: one run of each per round, many rounds,
+# medians), and the ratios the performance targets name are printed with the target next to
+# them. It reports; it never fails on a figure (exit 0 once it could run at all).
+#
+#   bash test/bench/run.sh [BUILD_DIR]        (default: ./build; run from anywhere)
+#
+# Environment: BENCH_ROUNDS (exec rounds, default 300), BENCH_CLASSIFY_ROUNDS (default 7),
+# BENCH_MB (size of the classify input in MiB, default 300), BENCH_KEEP=1 keeps the work
+# directory. Runs as root or not; a backend this host cannot use is reported and skipped.
+# See docs/performance.md for what each row means and the figures on the reference machine.
+set -u
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../.." && pwd)
+build=$(cd "${1:-$root/build}" 2>/dev/null && pwd) || { echo "run.sh: no build directory '${1:-$root/build}'" >&2; exit 2; }
+bin=$build/dsh-confine
+[ -x "$bin" ] || { echo "run.sh: $bin not found: build dsh-confine first" >&2; exit 2; }
+rounds=${BENCH_ROUNDS:-300}
+classify_rounds=${BENCH_CLASSIFY_ROUNDS:-7}
+megabytes=${BENCH_MB:-300}
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/dsh-bench.XXXXXX")
+cleanup() { if [ "${BENCH_KEEP:-0}" = 1 ]; then echo "work directory kept: $work"; else rm -rf "$work"; fi; }
+trap cleanup EXIT
+# dsh-confine's own files (probe cache, config lookup, state) live in the work directory, so
+# the figures do not depend on the caller's, and the cache is warm only because we warm it.
+export XDG_CACHE_HOME=$work/cache XDG_CONFIG_HOME=$work/config XDG_STATE_HOME=$work/state
+export DSH_CONFINE_STATE_DIR=$work/state
+unset DSH_CONFINE_CONFIG SPDLOG_LEVEL
+mkdir -p "$work/ws"
+cd "$work/ws" || exit 2
+
+# The two C helpers: from the build when test/bench was built, else compiled here.
+helper() {
+    local name=$1
+    if [ -x "$build/test/bench/$name" ]; then echo "$build/test/bench/$name"; return; fi
+    ${CC:-cc} -O2 -o "$work/$name" "$here/$name.c" 2>"$work/$name.log" && echo "$work/$name"
+}
+alternate=$(helper alternate) || { echo "run.sh: cannot build alternate.c (set CC)" >&2; exit 2; }
+floor=$(helper landlock_floor) || floor=
+
+true_bin=$(type -P true)
+ms() { awk -v us="$1" 'BEGIN { printf "%.2f", us / 1000 }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else printf "-" }'; }
+verdict() {  # ratio limit -> met / NOT met
+    awk -v a="$1" -v b="$2" -v limit="$3" 'BEGIN { print (b > 0 && a / b <= limit) ? "met" : "NOT met" }'
+}
+
+echo "== dsh-confine benchmarks ($(date -u +%Y-%m-%dT%H:%M:%SZ))"
+echo "binary:   $bin ($("$bin" --version 2>/dev/null))"
+echo "machine:  $(uname -srm); $(nproc) CPU: $(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null)"
+echo "memory:   $(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo 2>/dev/null); load average at start: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)"
+echo "user:     uid $(id -u); bwrap: $(bwrap --version 2>/dev/null || echo none); grep: $(grep --version | head -n1); locale: ${LC_ALL:-${LANG:-C}}"
+echo
+
+# ---------------------------------------------------------------------------------------
+# Exec: each backend against the same runner argv executed directly, and a bare exec.
+runs() { "$@" >/dev/null 2>&1 </dev/null; }
+commands=(bare "$true_bin")
+bwrap_ok=0 landlock_ok=0
+if runs "$bin" --backend bwrap --mode read-only -- "$true_bin"; then
+    bwrap_ok=1
+    eval "bwrap_argv=($("$bin" --backend bwrap --print --format shell --mode read-only -- "$true_bin"))"
+    commands+=(::: bwrap-direct "${bwrap_argv[@]}" ::: bwrap-exec "$bin" --backend bwrap --mode read-only -- "$true_bin")
+else
+    echo "bubblewrap: not usable here ($("$bin" --backend bwrap --mode read-only -- "$true_bin" 2>&1 | head -n1)): skipped"
+fi
+if runs "$bin" --backend landlock --mode read-only -- "$true_bin" && [ -n "$floor" ] && runs "$floor" "$true_bin"; then
+    landlock_ok=1
+    eval "landlock_argv=($("$bin" --backend landlock --print --format shell --mode read-only -- "$true_bin"))"
+    commands+=(::: landlock-floor "$floor" "$true_bin" ::: landlock-runner "${landlock_argv[@]}"
+               ::: landlock-exec "$bin" --backend landlock --mode read-only -- "$true_bin")
+else
+    echo "Landlock: not usable here (or landlock_floor could not be built): skipped"
+fi
+# The default chain and --print, on a warm probe cache (the first call fills it).
+runs "$bin" --print --mode read-only -- "$true_bin"
+commands+=(::: chain-exec "$bin" --mode read-only -- "$true_bin"
+           ::: print "$bin" --print --mode read-only -- "$true_bin"
+           ::: version "$bin" --version)
+echo "timing exec: $rounds rounds of $(printf '%s\n' "${commands[@]}" | grep -c '^:::$' | awk '{ print $1 + 1 }') commands, in alternation ..."
+"$alternate" -r "$rounds" -w 10 -- "${commands[@]}" >"$work/exec.txt"
+
+declare -A median cpu p25 p75 rss status
+while read -r name med q1 q3 _min c kb code; do
+    median[$name]=$med cpu[$name]=$c p25[$name]=$q1 p75[$name]=$q3 rss[$name]=$kb status[$name]=$code
+done <"$work/exec.txt"
+
+spawned="n/a (no strace)"
+if command -v strace >/dev/null; then
+    spawned=$(strace -f -e trace=execve,clone,clone3,fork,vfork -o "$work/print.trace" "$bin" --print --mode read-only -- "$true_bin" >/dev/null 2>&1;
+              grep -cE 'clone|fork|execve\(' "$work/print.trace" | awk '{ print $1 - 1 }')  # minus its own execve
+fi
+
+echo
+printf '%-17s %10s %19s %10s %6s\n' command "median ms" "p25-p75 ms" "cpu ms" exit
+for name in bare bwrap-direct bwrap-exec landlock-floor landlock-runner landlock-exec chain-exec print version; do
+    [ -n "${median[$name]:-}" ] || continue
+    printf '%-17s %10s %9s-%-9s %10s %6s\n' "$name" "$(ms "${median[$name]}")" "$(ms "${p25[$name]}")" "$(ms "${p75[$name]}")" \
+        "$(ms "${cpu[$name]}")" "${status[$name]}"
+done
+echo
+printf '%-44s %9s %9s %8s  %s\n' ratio "wall" "cpu" target ""
+row() {  # label a b limit
+    local label=$1 a=$2 b=$3 limit=${4:-}
+    [ -n "${median[$a]:-}" ] && [ -n "${median[$b]:-}" ] || return 0
+    local judged=""
+    [ -n "$limit" ] && judged="$(verdict "${median[$a]}" "${median[$b]}" "$limit") (wall)"
+    printf '%-44s %9s %9s %8s  %s\n' "$label" "$(ratio "${median[$a]}" "${median[$b]}")" \
+        "$(ratio "${cpu[$a]}" "${cpu[$b]}")" "${limit:+<= ${limit}x}" "$judged"
+}
+row "bwrap exec / the same bwrap argv directly" bwrap-exec bwrap-direct 1.10
+row "bwrap exec / bare exec" bwrap-exec bare
+row "default chain exec / bwrap argv directly" chain-exec bwrap-direct
+row "Landlock exec / C floor" landlock-exec landlock-floor 1.25
+row "Landlock runner (printed plan) / C floor" landlock-runner landlock-floor
+row "Landlock exec / bare exec" landlock-exec bare
+row "C floor / bare exec" landlock-floor bare
+row "--print (warm probe cache) / C floor" print landlock-floor 1.25
+row "--version / C floor" version landlock-floor
+echo "processes --print spawned on a warm cache: $spawned"
+echo
+
+# ---------------------------------------------------------------------------------------
+# Classify: a large stderr of build output against grep over the plan's signatures.
+echo "making a ${megabytes} MiB build log ..."
+awk -v MB=16 -f "$here/build_log.awk" >"$work/block.log"
+{
+    for ((i = 0; i < megabytes / 16; i++)); do cat "$work/block.log"; done
+    head -c $(((megabytes % 16) * 1048576)) "$work/block.log" | sed '$d'
+    echo "touch: cannot touch '/work/out.txt': Read-only file system"  # the run's one denial, at the end
+} >"$work/stderr.log"
+{ head -c $((64 * 1048576)) /dev/zero | tr '\0' 'a'; printf 'Permission denied: read-only file system'; } >"$work/one-line.log"
+
+classify_cmds=()
+dialects=()
+for backend in bwrap landlock; do
+    "$bin" --backend "$backend" --print --mode read-only -- "$true_bin" >"$work/plan-$backend.json" 2>/dev/null || continue
+    awk -f "$here/signatures.awk" "$work/plan-$backend.json" >"$work/signatures-$backend.txt"
+    [ -s "$work/signatures-$backend.txt" ] || continue
+    dialects+=("$backend")
+    classify_cmds+=(::: "classify-$backend" "$bin" classify --plan "$work/plan-$backend.json" --exit-code 1 --stderr "$work/stderr.log"
+                    ::: "grep-$backend" "$(type -P grep)" -c -i -F -f "$work/signatures-$backend.txt" "$work/stderr.log"
+                    ::: "grep-C-$backend" "$(type -P env)" LC_ALL=C "$(type -P grep)" -c -i -F -f "$work/signatures-$backend.txt" "$work/stderr.log")
+done
+if [ ${#dialects[@]} -eq 0 ]; then
+    echo "classify: no plan could be printed on this host: skipped"
+else
+    echo "timing classify: $classify_rounds rounds, in alternation ..."
+    "$alternate" -r "$classify_rounds" -w 1 -- "${classify_cmds[@]:1}" >"$work/classify.txt"
+    while read -r name med q1 q3 _min c kb code; do
+        median[$name]=$med cpu[$name]=$c p25[$name]=$q1 p75[$name]=$q3 rss[$name]=$kb status[$name]=$code
+    done <"$work/classify.txt"
+    peak() {  # KiB of maximum resident set size
+        if [ -x /usr/bin/time ]; then
+            /usr/bin/time -v "$@" 2>&1 >/dev/null | awk -F': ' '/Maximum resident set size/ { print $2 }'
+        else
+            echo "?"
+        fi
+    }
+    echo
+    printf '%-22s %10s %19s %10s %9s  %s\n' command "median ms" "p25-p75 ms" "cpu ms" "MB/s" "output"
+    for backend in "${dialects[@]}"; do
+        for name in "classify-$backend" "grep-$backend" "grep-C-$backend"; do
+            case $name in
+                classify-*) out=$("$bin" classify --plan "$work/plan-$backend.json" --exit-code 1 --stderr "$work/stderr.log" | head -n1) ;;
+                *) out="$(grep -c -i -F -f "$work/signatures-$backend.txt" "$work/stderr.log") lines" ;;
+            esac
+            printf '%-22s %10s %9s-%-9s %10s %9s  %s\n' "$name" "$(ms "${median[$name]}")" "$(ms "${p25[$name]}")" \
+                "$(ms "${p75[$name]}")" "$(ms "${cpu[$name]}")" \
+                "$(awk -v mb="$megabytes" -v us="${median[$name]}" 'BEGIN { printf "%.0f", mb * 1048576 / us }')" "$out"
+        done
+    done
+    echo
+    printf '%-44s %9s %9s %8s  %s\n' ratio "wall" "cpu" target ""
+    for backend in "${dialects[@]}"; do
+        row "classify / grep -c -i -F ($backend)" "classify-$backend" "grep-$backend" 1.00
+        row "classify / LC_ALL=C grep -c -i -F ($backend)" "classify-$backend" "grep-C-$backend" 1.00
+    done
+    echo
+    backend=${dialects[0]}
+    big=$(peak "$bin" classify --plan "$work/plan-$backend.json" --exit-code 1 --stderr "$work/stderr.log")
+    line=$(peak "$bin" classify --plan "$work/plan-$backend.json" --exit-code 1 --stderr "$work/one-line.log")
+    piped=$(peak sh -c "exec '$bin' classify --plan '$work/plan-$backend.json' --exit-code 1 < '$work/one-line.log'")
+    grepped=$(peak grep -c -i -F -f "$work/signatures-$backend.txt" "$work/one-line.log")
+    judge() { awk -v kb="$1" 'BEGIN { print (kb != "?" && kb + 0 < 32768) ? "met" : "NOT met" }'; }
+    printf '%-44s %9s %18s  %s\n' "peak memory (/usr/bin/time -v)" "MiB" target ""
+    printf '%-44s %9s %18s  %s\n' "classify, ${megabytes} MiB of build output" "$(awk -v k="$big" 'BEGIN { printf "%.1f", k / 1024 }')" "< 32 MiB" "$(judge "$big")"
+    printf '%-44s %9s %18s  %s\n' "classify, one 64 MiB line (--stderr)" "$(awk -v k="$line" 'BEGIN { printf "%.1f", k / 1024 }')" "< 32 MiB" "$(judge "$line")"
+    printf '%-44s %9s %18s  %s\n' "classify, one 64 MiB line (stdin)" "$(awk -v k="$piped" 'BEGIN { printf "%.1f", k / 1024 }')" "< 32 MiB" "$(judge "$piped")"
+    printf '%-44s %9s\n' "grep -c -i -F, one 64 MiB line (reference)" "$(awk -v k="$grepped" 'BEGIN { printf "%.1f", k / 1024 }')"
+fi
+echo
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)"
+exit 0

@@ -1,0 +1,313 @@
+// Every JSON document dsh-confine prints, taken from the built binary and validated against
+// its schema in docs/schemas by test/e2e/validate_json.py (Debian's python3-jsonschema). The
+// schemas are strict, so a renamed, missing or retyped field fails here; the last tests prove
+// that by mutating real output and expecting the schema to refuse it.
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <sys/stat.h>
+
+#include <nlohmann/json.hpp>
+
+#include "harness.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::ordered_json;
+
+const std::string kPython = "/usr/bin/python3";  // Debian's: its jsonschema is the one .ci/setup installs
+const std::string kValidator = std::string(DSH_SOURCE_DIR) + "/test/e2e/validate_json.py";
+const std::string kSchemas = std::string(DSH_SOURCE_DIR) + "/docs/schemas";
+
+std::string schema(const std::string& name, const std::string& pointer = "") {
+    return kSchemas + "/" + name + (pointer.empty() ? "" : "#" + pointer);
+}
+
+bool validator_available() {
+    static const bool available = e2e::run_program({kPython, "-c", "import jsonschema"}).status == 0;
+    return available;
+}
+
+bool contains(const std::string& haystack, const std::string& needle) { return haystack.find(needle) != std::string::npos; }
+
+class JsonSchema : public ::testing::Test {
+protected:
+    e2e::TempDir home;
+    e2e::TempDir scratch;
+    int documents = 0;
+
+    void SetUp() override {
+        E2E_REQUIRE(validator_available(), kPython + " cannot import jsonschema (Debian: apt-get install python3-jsonschema)");
+        fs::create_directories(scratch / "ws");
+    }
+
+    e2e::RunOptions options() const {
+        e2e::RunOptions o;
+        o.env = e2e::isolated_env(home.path());
+        o.env["DSH_CONFINE_STATE_DIR"] = home / "st";
+        o.cwd = scratch / "ws";
+        return o;
+    }
+    e2e::Result dsh(const std::vector<std::string>& args) const { return e2e::run(args, options()); }
+
+    std::string config(const std::string& text) const {
+        const std::string path = scratch / "config.toml";
+        e2e::write_file(path, text);
+        return path;
+    }
+
+    // stdout of a command that must succeed (or exit with `status`).
+    std::string output(const std::vector<std::string>& args, int status = 0) const {
+        const e2e::Result r = dsh(args);
+        EXPECT_EQ(r.status, status) << r.err;
+        return r.out;
+    }
+
+    // Whether the backend is usable here, as doctor's fresh probe says.
+    bool usable(const std::string& backend) const {
+        const ordered_json doctor = ordered_json::parse(output({"doctor", "--json"}), nullptr, false);
+        if (!doctor.is_object()) return false;
+        for (const auto& item : doctor["backends"])
+            if (item.value("name", "") == backend) return item.value("usable", false);
+        return false;
+    }
+
+    ::testing::AssertionResult check(const std::string& schema_ref, const std::string& document, bool expect_valid) {
+        if (document.empty()) return ::testing::AssertionFailure() << "no document to validate";
+        const std::string path = scratch / ("document-" + std::to_string(++documents) + ".json");
+        e2e::write_file(path, document);
+        std::vector<std::string> argv = {kPython, kValidator};
+        if (!expect_valid) argv.push_back("--expect-invalid");
+        argv.insert(argv.end(), {schema_ref, path});
+        const e2e::Result r = e2e::run_program(argv);
+        if (r.status == 0) return ::testing::AssertionSuccess();
+        return ::testing::AssertionFailure() << "validator exit " << r.status << "\n" << r.err << "document: " << document;
+    }
+    ::testing::AssertionResult Valid(const std::string& schema_ref, const std::string& document) {
+        return check(schema_ref, document, true);
+    }
+    ::testing::AssertionResult Invalid(const std::string& schema_ref, const std::string& document) {
+        return check(schema_ref, document, false);
+    }
+
+    std::string rules_plan() const {
+        const std::string plan = scratch / "rules.json";
+        e2e::write_file(plan, R"({"denialSignatures":["read-only file system"],)"
+                              R"("runnerFailureRules":[{"allowedExitCodes":[1],"fatalSignatures":["runner: "],"informationalLines":[]}]})");
+        return plan;
+    }
+
+    // A fake bwrap that refuses the way a host without user namespaces makes it refuse.
+    std::string refusing_bwrap_config() const {
+        const std::string fake = scratch / "fake-bwrap";
+        e2e::write_file(fake,
+                        "#!/bin/sh\necho 'bwrap: No permissions to create a new namespace, likely because the kernel "
+                        "does not allow non-privileged user namespaces.' >&2\nexit 1\n");
+        chmod(fake.c_str(), 0755);
+        return config("[provider]\nbackends = [\"bwrap\"]\n[backend.bwrap]\npath = \"" + fake + "\"\n");
+    }
+};
+
+TEST_F(JsonSchema, SchemasAreValidDraft202012) {
+    const e2e::Result r = e2e::run_program({kPython, kValidator, "--check-schemas", kSchemas});
+    EXPECT_EQ(r.status, 0) << r.err;
+}
+
+// --- policy and session -----------------------------------------------------------------
+
+TEST_F(JsonSchema, PolicyAgentlessAndWithSession) {
+    EXPECT_TRUE(Valid(schema("policy.schema.json"), output({"policy"})));
+    output({"session", "start", "s1", "--cwd", scratch / "ws"});
+    const std::string with_session = output({"policy", "--session", "s1", "--mode", "workspace-write"});
+    EXPECT_TRUE(contains(with_session, "\"sessionId\":\"s1\"")) << with_session;
+    EXPECT_TRUE(Valid(schema("policy.schema.json"), with_session));
+}
+
+TEST_F(JsonSchema, SessionShowBeforeAndAfterAModeEvent) {
+    output({"session", "start", "s1", "--cwd", scratch / "ws"});
+    EXPECT_TRUE(Valid(schema("session.schema.json"), output({"session", "show", "s1"})));
+    output({"session", "mode", "s1", "workspace-write"});
+    output({"session", "mode", "s1", "danger-full-access"});
+    EXPECT_TRUE(Valid(schema("session.schema.json"), output({"session", "show", "s1"})));
+}
+
+// --- the plan ---------------------------------------------------------------------------
+
+TEST_F(JsonSchema, PlanConfinedByBwrap) {
+    const e2e::Result probe = dsh({"--print", "--backend", "bwrap", "--", "true"});
+    E2E_REQUIRE(probe.status == 0, "bwrap cannot confine here: " + e2e::first_line(probe.err));
+    output({"session", "start", "s1", "--cwd", scratch / "ws"});
+    for (const std::vector<std::string>& args :
+         {std::vector<std::string>{"--print", "--backend", "bwrap", "--", "true"},
+          std::vector<std::string>{"--print", "--backend", "bwrap", "--mode", "workspace-write", "--", "sh", "-c", "echo hi"},
+          std::vector<std::string>{"--print", "--backend", "bwrap", "--session", "s1", "--mode", "workspace-write", "--", "true"}}) {
+        const std::string plan = output(args);
+        EXPECT_TRUE(contains(plan, "\"backend\":\"bwrap\"")) << plan;
+        EXPECT_TRUE(Valid(schema("plan.schema.json"), plan));
+        EXPECT_TRUE(Valid(schema("plan.schema.json", "/$defs/confinedPlan"), plan));
+    }
+}
+
+TEST_F(JsonSchema, PlanConfinedByLandlockHasGaps) {
+    const e2e::Result probe = dsh({"--print", "--backend", "landlock", "--", "true"});
+    E2E_REQUIRE(probe.status == 0, "Landlock cannot confine here: " + e2e::first_line(probe.err));
+    for (const char* mode : {"read-only", "workspace-write"}) {
+        const std::string plan = output({"--print", "--backend", "landlock", "--mode", mode, "--", "true"});
+        EXPECT_TRUE(contains(plan, "\"enforcement\":\"partial\"")) << plan;
+        EXPECT_TRUE(Valid(schema("plan.schema.json"), plan));
+        EXPECT_TRUE(Valid(schema("plan.schema.json", "/$defs/confinedPlan"), plan));
+    }
+}
+
+TEST_F(JsonSchema, PlanUnconfined) {
+    const std::string plan = output({"--print", "--mode", "danger-full-access", "--", "true"});
+    EXPECT_TRUE(Valid(schema("plan.schema.json"), plan));
+    EXPECT_TRUE(Valid(schema("plan.schema.json", "/$defs/unconfinedPlan"), plan));
+    EXPECT_TRUE(Invalid(schema("plan.schema.json", "/$defs/confinedPlan"), plan));
+}
+
+TEST_F(JsonSchema, PlanSandboxUnavailableErrorObject) {
+    const std::string file = config("[provider]\nbackends = [\"bwrap\"]\n[backend.bwrap]\npath = \"/nonexistent/bwrap\"\n");
+    const e2e::Result r = dsh({"--print", "--config", file, "--", "true"});
+    EXPECT_EQ(r.status, 125);
+    EXPECT_TRUE(contains(r.err, "SANDBOX_UNAVAILABLE")) << r.err;
+    EXPECT_TRUE(Valid(schema("plan.schema.json"), r.out));
+    EXPECT_TRUE(Valid(schema("plan.schema.json", "/$defs/sandboxUnavailable"), r.out));
+}
+
+// --- the verdict ------------------------------------------------------------------------
+
+TEST_F(JsonSchema, VerdictOfEachKind) {
+    const std::string plan = rules_plan();
+    struct Case {
+        std::string verdict, exitCode, stderrText;
+    };
+    for (const Case& c : {Case{"success", "0", ""}, Case{"failure", "2", "make: *** [all] Error 2\n"},
+                          Case{"denial", "1", "touch: cannot touch 'x': Read-only file system\n"},
+                          Case{"runner-failure", "1", "runner: cannot set up\n"}}) {
+        const std::string input = scratch / ("stderr-" + c.verdict);
+        e2e::write_file(input, c.stderrText);
+        const std::string verdict =
+            output({"classify", "--plan", plan, "--exit-code", c.exitCode, "--stderr", input, "--format", "json"});
+        EXPECT_TRUE(contains(verdict, "\"verdict\":\"" + c.verdict + "\"")) << verdict;
+        EXPECT_TRUE(Valid(schema("verdict.schema.json"), verdict));
+    }
+}
+
+TEST_F(JsonSchema, VerdictFromABackendsDialect) {
+    e2e::RunOptions o = options();
+    o.input = "bwrap: Can't find source path /nix: No such file or directory\n";
+    const e2e::Result r = e2e::run({"classify", "--backend", "bwrap", "--exit-code", "1", "--format", "json"}, o);
+    E2E_REQUIRE(r.status == 0, "no bwrap dialect on this system: " + e2e::first_line(r.err));
+    EXPECT_TRUE(contains(r.out, "runner-failure")) << r.out;
+    EXPECT_TRUE(Valid(schema("verdict.schema.json"), r.out));
+}
+
+// --- the run report ---------------------------------------------------------------------
+
+TEST_F(JsonSchema, RunReportOfAConfinedFailureAndDenial) {
+    E2E_REQUIRE(usable("bwrap") || usable("landlock"), "no usable backend here");
+    const std::string report = scratch / "report.json";
+    dsh({"run", "--report", report, "--", "sh", "-c", "exit 3"});
+    EXPECT_TRUE(contains(e2e::read_file(report), "\"exitCode\":3")) << e2e::read_file(report);
+    EXPECT_TRUE(Valid(schema("report.schema.json"), e2e::read_file(report)));
+
+    dsh({"run", "--mode", "read-only", "--report", report, "--", "sh", "-c", "echo x > '" + (scratch / "ws/f") + "'"});
+    EXPECT_TRUE(contains(e2e::read_file(report), "\"verdict\":\"denial\"")) << e2e::read_file(report);
+    EXPECT_TRUE(Valid(schema("report.schema.json"), e2e::read_file(report)));
+}
+
+TEST_F(JsonSchema, RunReportOfASignalDeath) {
+    const std::string report = scratch / "report.json";
+    dsh({"run", "--mode", "danger-full-access", "--report", report, "--", "sh", "-c", "kill -TERM $$"});
+    EXPECT_TRUE(contains(e2e::read_file(report), "\"signal\":15")) << e2e::read_file(report);
+    EXPECT_TRUE(Valid(schema("report.schema.json"), e2e::read_file(report)));
+    if (usable("landlock")) {  // Landlock execs the command in place: the signal is the command's own
+        dsh({"run", "--backend", "landlock", "--report", report, "--", "sh", "-c", "kill -TERM $$"});
+        EXPECT_TRUE(contains(e2e::read_file(report), "\"signal\":15")) << e2e::read_file(report);
+        EXPECT_TRUE(Valid(schema("report.schema.json"), e2e::read_file(report)));
+    }
+}
+
+TEST_F(JsonSchema, RunReportOfARunnerFailure) {
+    const std::string report = scratch / "report.json";
+    const e2e::Result r = dsh({"run", "--config", refusing_bwrap_config(), "--report", report, "--", "true"});
+    EXPECT_EQ(r.status, 125) << r.err;
+    EXPECT_TRUE(contains(e2e::read_file(report), "\"verdict\":\"runner-failure\"")) << e2e::read_file(report);
+    EXPECT_TRUE(contains(e2e::read_file(report), "\"started\":false")) << e2e::read_file(report);
+    EXPECT_TRUE(Valid(schema("report.schema.json"), e2e::read_file(report)));
+}
+
+TEST_F(JsonSchema, RunReportUnconfined) {
+    const std::string report = scratch / "report.json";
+    dsh({"run", "--mode", "danger-full-access", "--report", report, "--", "true"});
+    EXPECT_TRUE(contains(e2e::read_file(report), "\"backend\":null")) << e2e::read_file(report);
+    EXPECT_TRUE(Valid(schema("report.schema.json"), e2e::read_file(report)));
+}
+
+// --- doctor -----------------------------------------------------------------------------
+
+TEST_F(JsonSchema, DoctorJson) {
+    EXPECT_TRUE(Valid(schema("doctor.schema.json"), output({"doctor", "--json"})));
+    // An unusable backend (no probe), and the probe cache turned off.
+    const std::string file = config(
+        "[provider]\nprobe_cache = false\nbackends = [\"bwrap\"]\n[backend.bwrap]\npath = \"/nonexistent/bwrap\"\n");
+    const std::string doctor = output({"doctor", "--json", "--config", file});
+    EXPECT_TRUE(contains(doctor, "\"probe\":null")) << doctor;
+    EXPECT_TRUE(Valid(schema("doctor.schema.json"), doctor));
+}
+
+TEST_F(JsonSchema, DoctorJsonVerify) {
+    const e2e::Result r = dsh({"doctor", "--json", "--verify"});
+    EXPECT_TRUE(r.status == 0 || r.status == 1) << r.status << " " << r.err;  // 1: a check failed; the shape is the same
+    const ordered_json doctor = ordered_json::parse(r.out, nullptr, false);
+    ASSERT_TRUE(doctor.is_object()) << r.out;
+    EXPECT_TRUE(doctor.contains("verify")) << r.out;
+    EXPECT_TRUE(Valid(schema("doctor.schema.json"), r.out));
+}
+
+// --- strictness: real output, one field renamed, retyped or added -------------------------
+
+ordered_json renamed(ordered_json object, const std::string& from, const std::string& to) {
+    ordered_json out = ordered_json::object();
+    for (auto& [key, value] : object.items()) out[key == from ? to : key] = value;
+    return out;
+}
+
+TEST_F(JsonSchema, ARenamedOrRetypedFieldFails) {
+    const ordered_json plan = ordered_json::parse(output({"--print", "--mode", "danger-full-access", "--", "true"}));
+    EXPECT_TRUE(Invalid(schema("plan.schema.json"), renamed(plan, "writableRoots", "writeableRoots").dump()));
+    ordered_json plan_policy = plan;
+    plan_policy["policy"] = renamed(plan["policy"], "workspaceRoot", "workspace_root");
+    EXPECT_TRUE(Invalid(schema("plan.schema.json"), plan_policy.dump()));
+
+    const ordered_json verdict = ordered_json::parse(
+        output({"classify", "--plan", rules_plan(), "--exit-code", "1", "--stderr", "/dev/null", "--format", "json"}));
+    EXPECT_TRUE(Valid(schema("verdict.schema.json"), verdict.dump()));
+    EXPECT_TRUE(Invalid(schema("verdict.schema.json"), renamed(verdict, "rule", "ruleIndex").dump()));
+    ordered_json retyped = verdict;
+    retyped["exitCode"] = "1";
+    EXPECT_TRUE(Invalid(schema("verdict.schema.json"), retyped.dump()));
+
+    const std::string report_file = scratch / "report.json";
+    dsh({"run", "--mode", "danger-full-access", "--report", report_file, "--", "true"});
+    const ordered_json report = ordered_json::parse(e2e::read_file(report_file));
+    EXPECT_TRUE(Invalid(schema("report.schema.json"), renamed(report, "durationMs", "duration").dump()));
+    ordered_json extra = report;
+    extra["stderr"] = "";
+    EXPECT_TRUE(Invalid(schema("report.schema.json"), extra.dump()));
+
+    ordered_json doctor = ordered_json::parse(output({"doctor", "--json"}));
+    ASSERT_FALSE(doctor["backends"].empty());
+    doctor["backends"][0] = renamed(doctor["backends"][0], "probe", "probes");
+    EXPECT_TRUE(Invalid(schema("doctor.schema.json"), doctor.dump()));
+
+    output({"session", "start", "s1", "--cwd", scratch / "ws"});
+    const ordered_json session = ordered_json::parse(output({"session", "show", "s1"}));
+    EXPECT_TRUE(Invalid(schema("session.schema.json"), renamed(session, "sessionId", "id").dump()));
+}
+
+}  // namespace

@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# The Debian package, end to end: CPack builds the .deb into a scratch directory (never into
+# the build tree, so this can run beside other tests), dpkg-deb unpacks it into a scratch
+# root, and the unpacked binary runs: --version, a confined --print and a real confined
+# command, classify, and the packaged example config. The control fields, the man page and
+# both completions are checked in the unpacked tree.
+#
+#   package_test.sh CPACK BUILD_DIR [MAN_PAGE]     MAN_PAGE: 0 when built with -DDSH_MAN_PAGE=OFF
+#
+# Exit 77 means skipped (ctest SKIP_RETURN_CODE); with DSH_MUST_WORK set a skip fails instead.
+set -euo pipefail
+
+cpack=$1
+build=$2
+man_page=${3:-1}
+
+fail() { echo "package test: FAIL: $*" >&2; exit 1; }
+skipped=()
+skip_part() { skipped+=("$*"); echo "package test: skipped: $*" >&2; }
+finish() {
+    if ((${#skipped[@]})); then
+        [ -n "${DSH_MUST_WORK:-}" ] && fail "must work: ${skipped[*]}"
+        exit 77
+    fi
+    echo "package test: ok"
+    exit 0
+}
+
+for tool in dpkg-deb dpkg-shlibdeps file; do
+    if ! command -v "$tool" >/dev/null; then
+        skip_part "$tool is not installed (Debian: dpkg-dev, file)"
+        finish
+    fi
+done
+
+scratch=$(mktemp -d /tmp/dsh-confine-package-XXXXXX)
+trap 'rm -rf "$scratch"' EXIT
+
+# --- build and inspect the package ------------------------------------------------------------
+# The build tree's own CPack config, installing through its install script: plain `cpack`
+# would first run the "preinstall" target, that is, the build, which must not run beside other
+# tests. Everything else (metadata, install rules, strip, shlibdeps) is the real thing.
+cat >"$scratch/CPackConfig.cmake" <<EOF
+include("$build/CPackConfig.cmake")
+set(CPACK_INSTALL_CMAKE_PROJECTS "")
+set(CPACK_INSTALL_SCRIPTS "$build/cmake_install.cmake")
+set(CPACK_INSTALL_PREFIX "\${CPACK_PACKAGING_INSTALL_PREFIX}")
+set(CMAKE_INSTALL_DO_STRIP 1)
+EOF
+if ! "$cpack" --config "$scratch/CPackConfig.cmake" -G DEB -B "$scratch/out" >"$scratch/cpack.log" 2>&1; then
+    cat "$scratch/cpack.log" >&2
+    fail "cpack failed"
+fi
+debs=("$scratch"/out/*.deb)
+[ ${#debs[@]} -eq 1 ] && [ -f "${debs[0]}" ] || fail "expected one .deb in $scratch/out, found: ${debs[*]}"
+deb=${debs[0]}
+
+field() { dpkg-deb --field "$deb" "$1"; }
+[ "$(field Package)" = dsh-confine ] || fail "Package is '$(field Package)'"
+[[ $(field Maintainer) == *@* ]] || fail "Maintainer '$(field Maintainer)' has no address"
+[[ $(field Description) == *"file-effect policy"* ]] || fail "Description: $(field Description)"
+[[ $(field Recommends) == *bubblewrap* ]] || fail "Recommends '$(field Recommends)' lacks bubblewrap"
+# Computed by dpkg-shlibdeps: the C library at least, and the shared libraries linked.
+depends=$(field Depends)
+[[ $depends == *libc6* ]] || fail "Depends '$depends' was not computed (no libc6)"
+[[ $depends == *libstdc++6* ]] || fail "Depends '$depends' lacks libstdc++6"
+
+root=$scratch/root
+dpkg-deb --extract "$deb" "$root"
+bin=$(realpath "$root/usr/bin/dsh-confine")
+expected=(usr/bin/dsh-confine usr/share/bash-completion/completions/dsh-confine
+    usr/share/zsh/vendor-completions/_dsh-confine usr/share/doc/dsh-confine/config.example.toml)
+[ "$man_page" = 0 ] || expected+=(usr/share/man/man1/dsh-confine.1.gz)
+for path in "${expected[@]}"; do
+    [ -f "$root/$path" ] || fail "/$path is not in the package; it holds: $(cd "$root" && find . -type f | sort | tr '\n' ' ')"
+done
+[ -x "$bin" ] || fail "/usr/bin/dsh-confine is not executable"
+
+# --- the man page and the completions --------------------------------------------------------
+if [ "$man_page" != 0 ]; then
+    page=$(gzip -dc "$root/usr/share/man/man1/dsh-confine.1.gz")
+    grep -q '^\.TH ' <<<"$page" || fail "the man page has no .TH header"
+    for section in NAME SYNOPSIS DESCRIPTION OPTIONS 'EXIT STATUS'; do
+        grep -qE "^\.SH \"?$section\"?" <<<"$page" || fail "the man page has no $section section"
+    done
+fi
+
+bash_completion=$root/usr/share/bash-completion/completions/dsh-confine
+bash -n "$bash_completion" || fail "the bash completion has a syntax error"
+# Whether bash offers $1 for the command line "${@:2}" (its last word is the cursor's). The
+# output is captured before grep reads it: with pipefail, `grep -q` closing a pipe early
+# would fail the writer.
+offers() {
+    local want=$1 words
+    shift
+    words=$(bash -c 'source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMPREPLY=(); _dsh_confine
+                     printf "%s\n" "${COMPREPLY[@]}"' _ "$bash_completion" "$@")
+    grep -qx -- "$want" <<<"$words"
+}
+offers classify dsh-confine cl || fail "bash: 'dsh-confine cl' does not complete to classify"
+offers workspace-write dsh-confine --mode wo || fail "bash: '--mode wo' does not complete"
+offers json dsh-confine classify --format j || fail "bash: 'classify --format j' does not complete"
+offers --report dsh-confine run --rep || fail "bash: 'run --rep' does not complete"
+if command -v zsh >/dev/null; then
+    zsh -n "$root/usr/share/zsh/vendor-completions/_dsh-confine" || fail "the zsh completion has a syntax error"
+fi
+[ "$(head -1 "$root/usr/share/zsh/vendor-completions/_dsh-confine")" = '#compdef dsh-confine' ] ||
+    fail "the zsh completion does not start with #compdef dsh-confine"
+
+# --- the unpacked binary -----------------------------------------------------------------------
+home=$scratch/home
+ws=$scratch/ws
+mkdir -p "$home" "$ws"
+run() {
+    (cd "$ws" && env -i HOME="$home" XDG_STATE_HOME="$home/state" XDG_CACHE_HOME="$home/cache" \
+        XDG_CONFIG_HOME="$home/config" PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin LANG=C.UTF-8 "$@")
+}
+
+version=$(run "$bin" --version) || fail "--version failed"
+[ "$version" = "dsh-confine $(field Version)" ] || fail "--version says '$version', the package is $(field Version)"
+help=$(run "$bin" --help) || fail "--help failed"
+grep -q Examples <<<"$help" || fail "--help has no examples"
+run "$bin" policy --config "$root/usr/share/doc/dsh-confine/config.example.toml" >/dev/null ||
+    fail "the packaged example config does not parse"
+
+# classify needs no sandbox.
+verdict=$(printf "sh: 1: cannot create /x: Read-only file system\n" | run "$bin" classify --backend bwrap --exit-code 2)
+[ "$(head -1 <<<"$verdict")" = denial ] || fail "classify said: $verdict"
+
+# A confined plan, and real confined runs, judged from the host's side: in read-only even the
+# workspace stays untouched, in workspace-write a write outside it never reaches the host
+# (under bwrap it may land in the private /tmp) and one inside it does.
+if plan=$(run "$bin" --print --mode workspace-write -- true 2>"$scratch/print.err"); then
+    [[ $plan == *'"backend":"'* && $plan == *'"enforcement":"'* ]] || fail "--print gave no confined plan: $plan"
+    run "$bin" --mode read-only -- sh -c "echo x > '$ws/read-only'" 2>/dev/null || true
+    [ ! -e "$ws/read-only" ] || fail "a write in read-only mode got through"
+    run "$bin" --mode workspace-write -- sh -c "echo x > '$scratch/outside'" 2>/dev/null || true
+    [ ! -e "$scratch/outside" ] || fail "a write outside the workspace got through"
+    run "$bin" --mode workspace-write -- sh -c "echo x > '$ws/inside'" || fail "a write inside the workspace was refused"
+    [ -f "$ws/inside" ] || fail "the write inside the workspace did not happen"
+elif grep -q SANDBOX_UNAVAILABLE "$scratch/print.err"; then
+    skip_part "no usable backend on this host: $(head -1 "$scratch/print.err")"
+else
+    fail "--print failed: $(cat "$scratch/print.err")"
+fi
+
+# The Landlock runner is the binary itself: a Landlock plan must name the unpacked one.
+if plan=$(run "$bin" --print --backend landlock -- true 2>"$scratch/landlock.err"); then
+    [[ $plan == *"\"argv\":[\"$bin\",\"landlock-exec\""* ]] || fail "the Landlock plan does not run the unpacked binary: $plan"
+else
+    skip_part "Landlock is not usable here: $(head -1 "$scratch/landlock.err")"
+fi
+
+finish
