@@ -82,7 +82,7 @@ constexpr std::uint32_t kAccepting = 1U << 31;
 constexpr std::size_t kNoMatch = static_cast<std::size_t>(-1);
 constexpr std::size_t kMaxAnchorLength = 32;
 constexpr std::size_t kMaxProbeOffset = 16;
-constexpr std::size_t kProbeSample = 64 * 1024;
+constexpr std::size_t kProbeSample = std::size_t{64} * 1024;
 
 // A rough frequency of bytes in build logs and English text. It only chooses how to skip
 // (which is correct whatever the input), so a coarse ranking is enough.
@@ -191,11 +191,8 @@ void StreamClassifier::build() {
     if (matchable_) plan_skip();
 }
 
-// Probes: at most four byte pairs such that every signature holds one of them within its
-// first kMaxProbeOffset + 2 bytes, picked greedily by signatures covered per occurrence in
-// the first kProbeSample bytes of input (typical byte frequencies break ties). A signature
-// occurs at s only where a probe occurs within [s, s + probe_reach_], so the automaton may
-// jump to probe - probe_reach_. Without a cover, Horspool stays.
+// Counts the byte pairs of the first kProbeSample bytes of input, then picks the probes by
+// them: which pairs are rare depends on the text (".cpp:" makes "p:" common in build logs).
 void StreamClassifier::sample(std::string_view chunk) {
     if (pair_counts_.empty()) {
         // Rows of counters only for the first bytes of pairs that can be probes.
@@ -217,6 +214,11 @@ void StreamClassifier::sample(std::string_view chunk) {
     std::vector<std::uint16_t>().swap(pair_counts_);
 }
 
+// Probes: at most four byte pairs such that every signature holds one of them within its
+// first kMaxProbeOffset + 2 bytes, picked greedily by signatures covered per occurrence in
+// the sample (typical byte frequencies break ties). A signature occurs at s only where a
+// probe occurs within [s, s + probe_reach_], so the automaton may jump to the probe's position
+// less probe_reach_. False when no such cover exists: Horspool stays.
 bool StreamClassifier::plan_probes() {
     std::array<double, 256> weight{};
     double total = 0;

@@ -82,11 +82,12 @@ private:
     std::uint32_t state_ = 0;                      // a row offset; 0 is the root
     bool matchable_ = false;                       // some signature can occur within a line
 
-    // The jump ahead while no match is in progress. Usually a vectorizable search for a few
-    // byte pairs (probes) one of which every signature holds near its start. Otherwise (a
-    // one-byte signature, or too many pairs needed) Horspool over the signatures' first
-    // anchor_length_ bytes: a window whose last byte cannot end an anchor moves on by
-    // shift_[byte]; one whose last byte can (shift_ 0) is compared with those anchors.
+    // The jump ahead while no match is in progress. Once the first kProbeSample bytes are
+    // counted: a vectorizable search for a few byte pairs (probes), one of which every
+    // signature holds near its start. Before that, or without such pairs (a one-byte
+    // signature, or more than four needed): Horspool over the signatures' first
+    // anchor_length_ bytes; a window whose last byte cannot end an anchor moves on by
+    // shift_[byte], one whose last byte can (shift_ 0) is compared with those anchors.
     bool use_probes_ = false;
     bool sampling_ = true;
     std::size_t sampled_ = 0;
