@@ -225,4 +225,16 @@ std::string host_snapshot(const std::string& path) {
 
 std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 
+::testing::AssertionResult IsError(const Result& r, const std::string& code, int status) {
+    if (r.timedOut) return ::testing::AssertionFailure() << "timed out";
+    if (r.status != status)
+        return ::testing::AssertionFailure() << "status " << r.status << ", wanted " << status << "; stderr: " << r.err;
+    if (!r.out.empty()) return ::testing::AssertionFailure() << "stdout is not empty: " << r.out;
+    const std::string prefix = "dsh-confine: error: " + code + ": ";
+    if (r.err.rfind(prefix, 0) != 0)
+        return ::testing::AssertionFailure() << "stderr does not start with '" << prefix << "': " << r.err;
+    if (r.err.find('\n') != r.err.size() - 1) return ::testing::AssertionFailure() << "stderr is not one line: " << r.err;
+    return ::testing::AssertionSuccess();
+}
+
 }  // namespace e2e

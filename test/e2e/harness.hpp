@@ -63,6 +63,9 @@ bool exists(const std::string& path);
 // counts, contents, xattr names), as comparable text.
 std::string host_snapshot(const std::string& path);
 
+// dsh-confine's own failure: the status, nothing on stdout, one `dsh-confine: error: CODE: ` line.
+::testing::AssertionResult IsError(const Result& r, const std::string& code, int status = 125);
+
 // The first line of stderr, for messages.
 std::string first_line(const std::string& text);
 

@@ -29,17 +29,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-::testing::AssertionResult IsError(const e2e::Result& r, const std::string& code, int status = 125) {
-    if (r.timedOut) return ::testing::AssertionFailure() << "timed out";
-    if (r.status != status)
-        return ::testing::AssertionFailure() << "status " << r.status << ", wanted " << status << "; stderr: " << r.err;
-    if (!r.out.empty()) return ::testing::AssertionFailure() << "stdout is not empty: " << r.out;
-    const std::string prefix = "dsh-confine: error: " + code + ": ";
-    if (r.err.rfind(prefix, 0) != 0)
-        return ::testing::AssertionFailure() << "stderr does not start with '" << prefix << "': " << r.err;
-    if (r.err.find('\n') != r.err.size() - 1) return ::testing::AssertionFailure() << "stderr is not one line: " << r.err;
-    return ::testing::AssertionSuccess();
-}
+using e2e::IsError;
 
 json parse(const std::string& text) { return json::parse(text, nullptr, false); }
 
