@@ -132,7 +132,11 @@ VerifyReport verify_backend(const Backend& backend) {
             const posix::EffectRun run = run_confined_effect(mode, effect.args, nullptr);
             const std::string after = posix::snapshot_tree(s.base);
             EffectResult result{effect.name, mode_name, true, before == after, false, ""};
-            if (!run.started) result.detail = "could not be started";
+            if (!run.started || run.exitCode != 1 || run.output.find("execvp") != std::string::npos) {
+                // Not the helper's own refusal: nothing was really attempted.
+                result.held = false;
+                result.detail = "the effect helper did not run: " + run.output.substr(0, run.output.find('\n'));
+            }
             if (!result.held) {
                 result.namedGap = named(effect.gap);
                 result.detail = result.namedGap ? "got through: a named gap (" + effect.gap + ")" : "got through";

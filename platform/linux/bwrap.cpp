@@ -50,7 +50,7 @@ std::string BwrapBackend::probe_identity() const {
 Expected<ConfinedArgv> BwrapBackend::confine(const std::vector<std::string>& argv, const SandboxPolicy& policy) const {
     if (auto present = check(); !present) return Expected<ConfinedArgv>::failure(present.reason());
     ConfinedArgv out;
-    out.argv = build_argv({runner_, cwd_, protected_}, argv, policy);
+    out.argv = build_argv({runner_, cwd_, protected_, posix::self_executable()}, argv, policy);
     out.backend = name();
     out.enforcement = SandboxEnforcement::Full;
     Dialect rules = dialect();

@@ -13,10 +13,15 @@ std::vector<std::string> build_argv(const Layout& layout, const std::vector<std:
     if (writes) {
         if (policy.sessionTempDir) out.insert(out.end(), {"--bind", *policy.sessionTempDir, "/tmp"});
         else out.insert(out.end(), {"--tmpfs", "/tmp"});
-        // A cwd the private /tmp would hide stays where it was, readable as the rest of the host.
-        const bool cwd_in_tmp = layout.cwd.rfind("/tmp/", 0) == 0;
-        if (cwd_in_tmp && paths_within({layout.cwd}, policy.workspaceRoot).empty())
-            out.insert(out.end(), {"--ro-bind", layout.cwd, layout.cwd});
+        // What the private /tmp would hide but the call needs stays where it was, readable as the
+        // rest of the host: the cwd, the program when named by an absolute path, dsh-confine.
+        std::vector<std::string> keep = {layout.cwd};
+        if (!argv.empty() && !argv.front().empty() && argv.front().front() == '/') keep.push_back(argv.front());
+        if (!layout.self.empty()) keep.push_back(layout.self);
+        std::set<std::string> kept;
+        for (const auto& path : keep)
+            if (path.rfind("/tmp/", 0) == 0 && paths_within({path}, policy.workspaceRoot).empty() && kept.insert(path).second)
+                out.insert(out.end(), {"--ro-bind", path, path});
         out.insert(out.end(), {"--bind", policy.workspaceRoot, policy.workspaceRoot});
         // dsh-confine's own files inside the workspace are bound read-only, and every directory
         // between the root and them is bound onto itself: a mount point cannot be renamed or

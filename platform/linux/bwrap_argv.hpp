@@ -27,6 +27,7 @@ struct Layout {
     std::string cwd;     // where the command runs
     // dsh-confine's own files: bound read-only again where they lie inside a writable root.
     std::vector<std::string> protectedPaths = {};
+    std::string self = {};  // dsh-confine's own binary, kept visible for nested calls
 };
 
 

@@ -89,8 +89,12 @@ done <"$work/exec.txt"
 
 spawned="n/a (no strace)"
 if command -v strace >/dev/null; then
-    spawned=$(strace -f -e trace=execve,clone,clone3,fork,vfork -o "$work/print.trace" "$bin" --print --mode read-only -- "$true_bin" >/dev/null 2>&1;
-              grep -cE 'clone|fork|execve\(' "$work/print.trace" | awk '{ print $1 - 1 }')  # minus its own execve
+    if strace -f -e trace=execve,clone,clone3,fork,vfork -o "$work/print.trace" "$bin" --print --mode read-only -- "$true_bin" >/dev/null 2>&1 &&
+        grep -q 'execve(' "$work/print.trace"; then
+        spawned=$(grep -cE 'clone|fork|execve\(' "$work/print.trace" | awk '{ print $1 - 1 }')  # less its own execve
+    else
+        spawned="n/a (strace cannot trace here)"
+    fi
 fi
 
 echo
