@@ -27,22 +27,7 @@ bool contains(const std::string& haystack, const std::string& needle) { return h
 
 std::string canonical(const std::string& path) { return fs::canonical(path).string(); }
 
-// Whether `doctor --json` finds the backend usable here (its probe included), asked once.
-bool backend_usable(const std::string& name) {
-    static std::map<std::string, bool> answers;
-    if (auto it = answers.find(name); it != answers.end()) return it->second;
-    e2e::TempDir home;
-    e2e::RunOptions options;
-    options.env = e2e::isolated_env(home.path());
-    const e2e::Result r = e2e::run({"doctor", "--json"}, options);
-    bool usable = false;
-    const json doctor = parse(r.out);
-    if (doctor.is_object() && doctor.contains("backends"))
-        for (const auto& backend : doctor["backends"])
-            if (backend.value("name", "") == name) usable = backend.value("usable", false);
-    answers[name] = usable;
-    return usable;
-}
+using e2e::backend_usable;
 
 class Cli : public ::testing::Test {
 protected:

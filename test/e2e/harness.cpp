@@ -1,5 +1,7 @@
 #include "harness.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -224,6 +226,20 @@ std::string host_snapshot(const std::string& path) {
 }
 
 std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+bool backend_usable(const std::string& name) {
+    static std::map<std::string, bool> answers;
+    if (auto it = answers.find(name); it != answers.end()) return it->second;
+    TempDir home;
+    RunOptions options;
+    options.env = isolated_env(home.path());
+    const nlohmann::json doctor = nlohmann::json::parse(run({"doctor", "--json"}, options).out, nullptr, false);
+    bool usable = false;
+    if (doctor.is_object() && doctor.contains("backends"))
+        for (const auto& backend : doctor["backends"])
+            if (backend.value("name", "") == name) usable = backend.value("usable", false);
+    return answers[name] = usable;
+}
 
 ::testing::AssertionResult IsError(const Result& r, const std::string& code, int status) {
     if (r.timedOut) return ::testing::AssertionFailure() << "timed out";

@@ -63,6 +63,9 @@ bool exists(const std::string& path);
 // counts, contents, xattr names), as comparable text.
 std::string host_snapshot(const std::string& path);
 
+// Whether `doctor --json` finds the backend usable here (its probe included), asked once.
+bool backend_usable(const std::string& name);
+
 // dsh-confine's own failure: the status, nothing on stdout, one `dsh-confine: error: CODE: ` line.
 ::testing::AssertionResult IsError(const Result& r, const std::string& code, int status = 125);
 

@@ -35,20 +35,7 @@ json parse(const std::string& text) { return json::parse(text, nullptr, false); 
 
 bool contains(const std::string& haystack, const std::string& needle) { return haystack.find(needle) != std::string::npos; }
 
-// Whether `doctor --json` finds the backend usable here (its probe included), asked once.
-bool backend_usable(const std::string& name) {
-    static std::map<std::string, bool> answers;
-    if (auto it = answers.find(name); it != answers.end()) return it->second;
-    e2e::TempDir home;
-    e2e::RunOptions options;
-    options.env = e2e::isolated_env(home.path());
-    const json doctor = parse(e2e::run({"doctor", "--json"}, options).out);
-    bool usable = false;
-    if (doctor.is_object() && doctor.contains("backends"))
-        for (const auto& backend : doctor["backends"])
-            if (backend.value("name", "") == name) usable = backend.value("usable", false);
-    return answers[name] = usable;
-}
+using e2e::backend_usable;
 
 // dsh-confine spawned in the background, for tests that signal it while it runs: stdout is a
 // pipe the test reads, stderr goes to a file, and the whole process group dies with the object.

@@ -33,20 +33,7 @@ std::vector<std::string> lines_of(const std::string& text) {
     return out;
 }
 
-// Whether `doctor --json` finds the backend usable here (its probe included), asked once.
-bool backend_usable(const std::string& name) {
-    static std::map<std::string, bool> answers;
-    if (auto it = answers.find(name); it != answers.end()) return it->second;
-    e2e::TempDir home;
-    e2e::RunOptions options;
-    options.env = e2e::isolated_env(home.path());
-    const json doctor = parse(e2e::run({"doctor", "--json"}, options).out);
-    bool usable = false;
-    if (doctor.is_object() && doctor.contains("backends"))
-        for (const auto& backend : doctor["backends"])
-            if (backend.value("name", "") == name) usable = backend.value("usable", false);
-    return answers[name] = usable;
-}
+using e2e::backend_usable;
 
 unsigned permission_bits(const std::string& path) {
     struct stat st {};

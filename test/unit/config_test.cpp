@@ -10,6 +10,8 @@
 
 #include <gtest/gtest.h>
 
+#include "temp_dir.hpp"
+
 #include "lib/error.hpp"
 
 namespace dsh {
@@ -17,33 +19,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A fresh directory under the system temp directory, removed with everything in it.
-class TempDir {
-public:
-    TempDir() {
-        static std::atomic<unsigned> counter{0};
-        std::random_device random;
-        path_ = fs::temp_directory_path() /
-                ("dsh-config-test-" + std::to_string(random()) + "-" + std::to_string(counter++));
-        fs::create_directories(path_);
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path_, ec);
-    }
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-
-    std::string file(const std::string& name, const std::string& content) const {
-        const fs::path p = path_ / name;
-        std::ofstream(p, std::ios::binary) << content;
-        return p.string();
-    }
-    std::string path(const std::string& name) const { return (path_ / name).string(); }
-
-private:
-    fs::path path_;
-};
+using unit::TempDir;
 
 // The Error parse_config throws for `text`, which must be a CONFIG error.
 Error config_error(const std::string& text, const std::string& source = "cfg.toml") {

@@ -10,6 +10,8 @@
 
 #include <gtest/gtest.h>
 
+#include "temp_dir.hpp"
+
 #include "lib/error.hpp"
 
 namespace dsh {
@@ -17,34 +19,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A fresh, canonical directory under the system temp directory, removed with its contents.
-class TempDir {
-public:
-    TempDir() {
-        static std::atomic<unsigned> counter{0};
-        std::random_device random;
-        const fs::path made = fs::temp_directory_path() /
-                              ("dsh-policy-test-" + std::to_string(random()) + "-" + std::to_string(counter++));
-        fs::create_directories(made);
-        path_ = fs::canonical(made);  // the system temp directory may itself be a symlink
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path_, ec);
-    }
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-
-    std::string dir(const std::string& name) const {
-        fs::create_directories(path_ / name);
-        return (path_ / name).string();
-    }
-    std::string path(const std::string& name) const { return (path_ / name).string(); }
-    std::string root() const { return path_.string(); }
-
-private:
-    fs::path path_;
-};
+using unit::TempDir;
 
 // The message of the WORKSPACE_ROOT error `action` throws.
 template <typename Action>

@@ -10,6 +10,8 @@
 
 #include <gtest/gtest.h>
 
+#include "temp_dir.hpp"
+
 #include "lib/error.hpp"
 
 namespace dsh {
@@ -19,33 +21,7 @@ namespace fs = std::filesystem;
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
-// A fresh, canonical directory under the system temp directory, removed with its contents.
-class TempDir {
-public:
-    TempDir() {
-        static std::atomic<unsigned> counter{0};
-        std::random_device random;
-        const fs::path made = fs::temp_directory_path() /
-                              ("dsh-session-test-" + std::to_string(random()) + "-" + std::to_string(counter++));
-        fs::create_directories(made);
-        path_ = fs::canonical(made);
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path_, ec);
-    }
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-
-    std::string dir(const std::string& name) const {
-        fs::create_directories(path_ / name);
-        return (path_ / name).string();
-    }
-    std::string path(const std::string& name) const { return (path_ / name).string(); }
-
-private:
-    fs::path path_;
-};
+using unit::TempDir;
 
 // The storage contract without a disk: records, logs and temp areas in maps.
 class FakeSessionStorage : public SessionStorage {
