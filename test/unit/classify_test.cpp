@@ -366,3 +366,32 @@ TEST(ClassifyStarted, DenialSurvivesARunnerLookalikeLine) {
 }
 
 }  // namespace
+
+namespace {
+
+// Past the first 64 KiB the scanner skips ahead between candidates: many lines in one feed,
+// a signature split across two feeds, and the evidence on the right line.
+TEST(ClassifySkipScan, ManyLinesPastTheSampleWithASignatureSplitAcrossFeeds) {
+    dsh::Dialect dialect;
+    dialect.denialSignatures = {"read-only file system"};
+    dialect.runnerFailureRules.push_back({std::vector<int>{1}, {"bwrap: Can't mount"}, {}});
+    std::string log;
+    for (int i = 0; log.size() < 300 * 1024; ++i)
+        log += "g++ -O2 -c src/file" + std::to_string(i) + ".cpp -o obj/file" + std::to_string(i) + ".o\n";
+    const std::string denial = "touch: cannot touch 'x': READ-ONLY file system\n";
+    const std::string runner = "bwrap: Can't mount proc on /newroot/proc: Operation not permitted\n";
+    const std::string text = log + denial + log + runner;
+    const std::size_t split = log.size() + 20;  // inside the denial line's signature
+    dsh::StreamClassifier classifier(dialect);
+    classifier.feed(std::string_view(text).substr(0, split));
+    classifier.feed(std::string_view(text).substr(split));
+    const dsh::Classification result = classifier.finish(1);
+    EXPECT_EQ(result.verdict, dsh::Verdict::RunnerFailure);
+    EXPECT_EQ(result.line, runner.substr(0, runner.size() - 1));
+    const dsh::Classification denied = dsh::classify(dialect, log + denial + log, 1);
+    EXPECT_EQ(denied.verdict, dsh::Verdict::Denial);
+    EXPECT_EQ(denied.line, denial.substr(0, denial.size() - 1));
+    EXPECT_EQ(dsh::classify(dialect, log + log, 1).verdict, dsh::Verdict::Failure);
+}
+
+}  // namespace
