@@ -547,27 +547,44 @@ int run(int argc, char** argv) {
     session_cmd->require_subcommand(1);
     std::string session_id, session_arg;
     CLI::App* start_cmd = session_cmd->add_subcommand("start", "start session ID with its immutable cwd");
-    start_cmd->add_option("ID", session_id)->required();
-    start_cmd->add_option("--cwd", session_arg, "the session's cwd (absolute)")->required();
+    start_cmd->add_option("ID", session_id, "letters, digits, '.', '_', '-'; at most 128")->required();
+    start_cmd->add_option("--cwd", session_arg, "the session's cwd (absolute); stored canonical, never changed")->required();
+    start_cmd->footer("\nExamples:\n  dsh-confine session start s1 --cwd \"$PWD\"\n"
+                      "  dsh-confine session start \"agent-$(date +%s)\" --cwd /srv/checkout\n"
+                      "Starting again with the same cwd is a no-op. Exit status: 0; 125 when ID is invalid, was started\n"
+                      "with another cwd, or the cwd is not a directory.\n");
     CLI::App* mode_cmd = session_cmd->add_subcommand("mode", "log a sandbox/mode event");
-    mode_cmd->add_option("ID", session_id)->required();
-    mode_cmd->add_option("MODE", session_arg)->required();
+    mode_cmd->add_option("ID", session_id, "an existing session")->required();
+    mode_cmd->add_option("MODE", session_arg, "read-only, workspace-write or danger-full-access")->required();
+    mode_cmd->footer("\nExamples:\n  dsh-confine session mode s1 workspace-write\n"
+                     "  dsh-confine session mode s1 read-only && dsh-confine --session s1 -- make check\n"
+                     "The last event wins; the log is append-only. Exit status: 0; 125 on a bad ID or MODE.\n");
     CLI::App* show_cmd = session_cmd->add_subcommand("show", "print the session (JSON)");
-    show_cmd->add_option("ID", session_id)->required();
+    show_cmd->add_option("ID", session_id, "an existing session")->required();
+    show_cmd->footer("\nExamples:\n  dsh-confine session show s1\n  dsh-confine session show s1 | jq -r .mode\n");
     CLI::App* end_cmd = session_cmd->add_subcommand("end", "end the session and remove what it owns");
-    end_cmd->add_option("ID", session_id)->required();
+    end_cmd->add_option("ID", session_id, "an existing session")->required();
+    end_cmd->footer("\nExamples:\n  dsh-confine session end s1\n"
+                    "Removes the session's log and its private temp directory. Exit status: 0; 125 if it does not exist.\n");
     session_cmd->footer("\nExamples:\n  dsh-confine session start s1 --cwd \"$PWD\"\n  dsh-confine session mode s1 workspace-write\n"
                         "  dsh-confine --session s1 -- make\n  dsh-confine session end s1\n");
 
     CLI::App* landlock_cmd = app.add_subcommand("landlock-exec", "the Landlock runner a printed Landlock plan invokes");
     platform::LandlockExecRequest ll;
-    landlock_cmd->add_option("--mode", ll.mode)->required();
-    landlock_cmd->add_option("--workspace-root", ll.workspaceRoot)->required();
-    landlock_cmd->add_option("--temp-dir", ll.tempDir);
-    landlock_cmd->add_option("--private-temp-base", ll.privateTempBase);
-    landlock_cmd->add_option("--status-fd", ll.statusFd);
-    landlock_cmd->add_option("--max-abi", ll.maxAbi)->check(CLI::PositiveNumber);
+    landlock_cmd->add_option("--mode", ll.mode, "read-only or workspace-write")->required();
+    landlock_cmd->add_option("--workspace-root", ll.workspaceRoot, "the canonical workspace root")->required();
+    landlock_cmd->add_option("--temp-dir", ll.tempDir, "a session's private temp directory (writable, kept)");
+    landlock_cmd->add_option("--private-temp-base", ll.privateTempBase,
+                             "create a per-call temp directory here, removed when the command ends");
+    landlock_cmd->add_option("--status-fd", ll.statusFd, "write 'S' just before exec, 'F' on failure, to fd N");
+    landlock_cmd->add_option("--max-abi", ll.maxAbi, "use at most this Landlock ABI (testing older kernels)")
+        ->check(CLI::PositiveNumber);
     landlock_cmd->prefix_command();
+    landlock_cmd->footer("\nA printed Landlock plan calls this; you rarely type it yourself.\n"
+                         "Examples:\n  dsh-confine landlock-exec --mode read-only --workspace-root \"$PWD\" -- cat /etc/hostname\n"
+                         "  dsh-confine --print --format shell --mode workspace-write -- make   # shows the exact call\n"
+                         "Exit status: the command's (it is exec'd in place); 125 (LANDLOCK) when the ruleset could not\n"
+                         "be applied, and nothing ran.\n");
 
     CLI::App* token_cmd =
         app.add_subcommand("restricted-token-exec", "the Windows runner a printed restricted-token plan invokes");
@@ -578,6 +595,9 @@ int run(int argc, char** argv) {
     token_cmd->add_option("--private-temp-base", rt.privateTempBase);
     token_cmd->add_option("--protect", rt.protectedPaths, "dsh-confine's own files inside the workspace (repeatable)");
     token_cmd->prefix_command();
+    token_cmd->footer("\nA printed restricted-token plan calls this on Windows; elsewhere it fails with 125.\n"
+                      "Examples:\n  dsh-confine restricted-token-exec --mode workspace-write --workspace-root C:\\src\\app -- cmd /c build.bat\n"
+                      "  dsh-confine --print --mode read-only -- cmd /c dir   # shows the exact call\n");
 
     // The effect helper `doctor --verify` runs confined: not part of the interface.
     CLI::App* effect_cmd = app.add_subcommand("__effect", "");

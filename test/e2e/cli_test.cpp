@@ -78,6 +78,28 @@ TEST_F(Cli, HelpShowsExamples) {
     EXPECT_TRUE(contains(r.out, "Examples")) << r.out;
 }
 
+TEST_F(Cli, EverySubcommandsHelpShowsItsOwnExamples) {
+    // Each subcommand's --help carries examples of that subcommand, not the top-level ones.
+    const std::vector<std::vector<std::string>> subcommands = {
+        {"run"},          {"policy"},        {"classify"},      {"doctor"},
+        {"session"},      {"session", "start"}, {"session", "mode"}, {"session", "show"},
+        {"session", "end"}, {"landlock-exec"}, {"restricted-token-exec"}};
+    for (const auto& words : subcommands) {
+        std::vector<std::string> args = words;
+        args.push_back("--help");
+        const e2e::Result r = dsh(args);
+        std::string name = "dsh-confine";
+        for (const auto& w : words) name += " " + w;
+        EXPECT_EQ(r.status, 0) << name << ": " << r.err;
+        const std::size_t examples = r.out.find("Examples:");
+        ASSERT_NE(examples, std::string::npos) << name << " --help has no examples:\n" << r.out;
+        const std::string tail = r.out.substr(examples);
+        EXPECT_TRUE(contains(tail, name + " ")) << name << " --help shows no example of itself:\n" << r.out;
+        EXPECT_FALSE(contains(tail, "cat /etc/os-release"))
+            << name << " --help repeats the top-level examples:\n" << r.out;
+    }
+}
+
 // --- policy resolution ------------------------------------------------------------------
 
 TEST_F(Cli, PolicyAgentlessHasModeAndRootButNoSessionId) {
