@@ -45,7 +45,8 @@ int run_confined(const PolicyOptions& options, const std::vector<std::string>& a
     const posix::SupervisedRun outcome = posix::supervise(spawn_argv, proof.proof, proof.fdSlot, [&](std::string_view chunk) {
         classifier.feed(chunk);
         if (!proof.commandMissing.empty()) missing.feed(chunk);
-    });
+    }, proof.passFd);
+    if (proof.passFd >= 0) close(proof.passFd);
     if (proof.tempDir) platform::remove_run_temp_dir(*proof.tempDir);
     if (!outcome.spawned) throw Error(code::RunnerExec, outcome.spawnError);
 

@@ -42,6 +42,9 @@ struct StartProofPlan {
     std::string commandMissing;
     // A per-call temp area the caller made for this run and removes when it ends.
     std::optional<std::string> tempDir;
+    // A file descriptor (close-on-exec here) the runner must inherit, named in argv: the
+    // terminal guard bwrap loads with --seccomp. -1: none. The caller closes it after the run.
+    int passFd = -1;
 };
 // Prepares a confined argv for `run`: adds the proof-of-start option, and where the runner
 // would make a per-call temp area itself (and leave a reaper behind), makes it here instead,

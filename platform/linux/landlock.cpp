@@ -10,17 +10,12 @@
 #include <sstream>
 
 #include <fcntl.h>
-#include <linux/audit.h>
 #include <linux/capability.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 #include <poll.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <sys/ioctl.h>
-#include <termios.h>
 #include <unistd.h>
 
 #include "../posix/process.hpp"
@@ -28,6 +23,7 @@
 #include "../../lib/policy.hpp"
 #include "host.hpp"
 #include "landlock_abi.hpp"
+#include "tty_guard.hpp"
 
 #ifndef PR_CAP_AMBIENT
 #define PR_CAP_AMBIENT 47
@@ -127,40 +123,6 @@ void start_reaper(const std::string& dir, pid_t watched) {
     close(ready[0]);
 }
 
-// Refuses ioctl(TIOCSTI) and ioctl(TIOCLINUX) with EPERM; other architectures' syscalls
-// (32-bit entry points, which could reach ioctl by another number) fail with ENOSYS.
-bool install_tty_guard(std::string& why) {
-#if defined(__x86_64__)
-    constexpr std::uint32_t arch = AUDIT_ARCH_X86_64;
-#elif defined(__aarch64__)
-    constexpr std::uint32_t arch = AUDIT_ARCH_AARCH64;
-#else
-#error "set the seccomp audit architecture for this target"
-#endif
-    sock_filter filter[] = {
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, arch, 1, 0),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
-#if defined(__x86_64__)
-        BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000U, 0, 1),  // the x32 ABI
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
-#endif
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_ioctl, 0, 4),
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, args[1])),  // low word: the request
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TIOCSTI, 1, 0),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TIOCLINUX, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-    };
-    sock_fprog program{static_cast<unsigned short>(sizeof filter / sizeof filter[0]), filter};
-    if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program, 0, 0) != 0) {
-        why = errno_text("seccomp filter for the terminal");
-        return false;
-    }
-    return true;
-}
-
 int last_capability() {
     std::ifstream in("/proc/sys/kernel/cap_last_cap");
     int last = 40;
@@ -256,7 +218,7 @@ int exec_confined(const RunnerArgs& args, const std::vector<std::string>& argv) 
         }
     }
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return fail(errno_text("no_new_privs"));
-    if (!install_tty_guard(why)) return fail(why);
+    if (!linux_guard::install_tty_guard(why)) return fail(why);
     if (!drop_capabilities(why)) return fail(why);
     if (syscall(SYS_landlock_restrict_self, ruleset, 0) != 0) return fail(errno_text("landlock_restrict_self"));
     close(ruleset);

@@ -13,6 +13,7 @@
 #include "../posix/state_store.hpp"
 #include "bwrap.hpp"
 #include "landlock.hpp"
+#include "tty_guard.hpp"
 
 namespace dsh::platform {
 
@@ -29,6 +30,34 @@ std::shared_ptr<const Backend> make_backend(const std::string& name, const Confi
     return nullptr;
 }
 
+namespace {
+
+bool has_controlling_terminal() {
+    const int tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (tty < 0) return false;
+    close(tty);
+    return true;
+}
+
+// A printed bubblewrap plan detaches the terminal (`--new-session`) because a printed line
+// cannot carry a file descriptor. Where dsh-confine spawns bwrap itself and the caller has a
+// controlling terminal, the terminal guard (a seccomp filter refusing TIOCSTI and TIOCLINUX)
+// takes its place instead, so the command keeps the terminal and job control works. Returns
+// the filter's fd (close-on-exec), or -1 when the argv is left as it was.
+int guard_terminal_instead_of_new_session(std::vector<std::string>& argv) {
+    const auto separator = std::find(argv.begin(), argv.end(), "--");
+    const auto new_session = std::find(argv.begin(), separator, "--new-session");
+    if (new_session == separator || !has_controlling_terminal()) return -1;
+    std::string why;
+    const int fd = linux_guard::tty_guard_fd(why);
+    if (fd < 0) return -1;  // --new-session stays: just as safe, only without job control
+    *new_session = std::to_string(fd);
+    argv.insert(new_session, "--seccomp");
+    return fd;
+}
+
+}  // namespace
+
 int exec_plan(const ConfinedArgv& confined, const SandboxPolicy& policy, const std::vector<std::string>& argv,
               const Config& config) {
     std::fflush(stdout);
@@ -36,7 +65,12 @@ int exec_plan(const ConfinedArgv& confined, const SandboxPolicy& policy, const s
         // The same arguments a printed plan passes to its runner, so the same ruleset.
         return landlock::exec_confined(landlock::runner_args(policy, geteuid(), config.landlock.maxAbi), argv);
     }
-    posix::exec_argv(confined.argv.front(), confined.argv);
+    std::vector<std::string> wrapped = confined.argv;
+    if (confined.backend == "bwrap") {
+        const int guard = guard_terminal_instead_of_new_session(wrapped);
+        if (guard >= 0) fcntl(guard, F_SETFD, 0);  // bwrap reads it, then the command never sees it
+    }
+    posix::exec_argv(wrapped.front(), wrapped);
     std::fprintf(stderr, "dsh-confine: error: RUNNER_EXEC: cannot execute %s: %s\n", confined.argv.front().c_str(),
                  std::strerror(errno));
     return 125;
@@ -45,7 +79,9 @@ int exec_plan(const ConfinedArgv& confined, const SandboxPolicy& policy, const s
 StartProofPlan prepare_for_run(std::vector<std::string>& argv, const std::string& backend) {
     if (backend == "bwrap") {
         argv.insert(argv.begin() + 1, {"--json-status-fd", "-1"});
-        return {posix::StartProof::BwrapStatus, 2, "bwrap: execvp ", std::nullopt};
+        StartProofPlan plan{posix::StartProof::BwrapStatus, 2, "bwrap: execvp ", std::nullopt};
+        plan.passFd = guard_terminal_instead_of_new_session(argv);
+        return plan;
     }
     if (backend == "landlock") {
         StartProofPlan plan{posix::StartProof::ExecMarker, 3, "", std::nullopt};

@@ -120,7 +120,7 @@ void kill_leftovers() {
 }  // namespace
 
 SupervisedRun supervise(std::vector<std::string> argv, StartProof proof, int status_fd_slot,
-                        const std::function<void(std::string_view)>& on_stderr) {
+                        const std::function<void(std::string_view)>& on_stderr, int pass_fd) {
     SupervisedRun run;
     const auto began = std::chrono::steady_clock::now();
     int err_pipe[2];
@@ -168,6 +168,7 @@ SupervisedRun supervise(std::vector<std::string> argv, StartProof proof, int sta
         sigprocmask(SIG_SETMASK, &previous, nullptr);
         dup2(err_pipe[1], 2);
         if (status_pipe[1] >= 0) fcntl(status_pipe[1], F_SETFD, 0);  // inherited by the runner only
+        if (pass_fd >= 0) fcntl(pass_fd, F_SETFD, 0);
         execv(args[0], args.data());
         const char* message = "dsh-confine: error: RUNNER_EXEC: cannot execute the runner\n";
         (void)!write(2, message, std::strlen(message));

@@ -29,8 +29,9 @@ struct SupervisedRun {
 };
 
 // `status_fd_slot`: index in argv of a placeholder the fd number is written into (the runner
-// option's value), or -1 without a proof.
+// option's value), or -1 without a proof. `pass_fd`: a close-on-exec descriptor the runner
+// alone inherits (-1: none); the caller still owns it.
 SupervisedRun supervise(std::vector<std::string> argv, StartProof proof, int status_fd_slot,
-                        const std::function<void(std::string_view)>& on_stderr);
+                        const std::function<void(std::string_view)>& on_stderr, int pass_fd = -1);
 
 }  // namespace dsh::posix

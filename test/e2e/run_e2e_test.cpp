@@ -449,8 +449,75 @@ TEST_F(RunBwrap, SessionTempAreaIsTheSandboxsTmp) {
     EXPECT_FALSE(e2e::exists(home / "state/dsh-confine/sessions/tmpbw"));
 }
 
+// --- the caller's terminal: job control kept, keystroke injection refused -------------------
+
+// An interactive shell sets up job control only when it has a controlling terminal it can
+// give its jobs; without one it says "no job control in this shell".
+const std::vector<std::string> kJobControl = {"bash", "--norc", "-i", "-c", "sleep 0.1 & wait; echo jobs-ok"};
+
+e2e::RunOptions in_terminal(e2e::RunOptions o) {
+    o.pty = true;
+    o.timeoutMs = 30000;
+    return o;
+}
+
+void expect_job_control(const e2e::Result& r) {
+    EXPECT_FALSE(r.timedOut);
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(r.out, "jobs-ok\n") << r.err;
+    EXPECT_FALSE(contains(r.err, "no job control")) << r.err;
+    EXPECT_FALSE(contains(r.err, "Inappropriate ioctl")) << r.err;
+}
+
+std::vector<std::string> with(std::vector<std::string> head, const std::vector<std::string>& tail) {
+    head.insert(head.end(), tail.begin(), tail.end());
+    return head;
+}
+
+TEST_F(RunBwrap, InATerminalTheCommandKeepsJobControl) {
+    expect_job_control(dsh(with({"run", "--backend", "bwrap", "--"}, kJobControl), in_terminal(options())));
+}
+
+TEST_F(RunLandlock, InATerminalTheCommandKeepsJobControl) {
+    expect_job_control(dsh(with({"run", "--backend", "landlock", "--"}, kJobControl), in_terminal(options())));
+}
+
+TEST_F(RunBwrap, InATerminalTheExecPathKeepsJobControl) {
+    expect_job_control(dsh(with({"--backend", "bwrap", "--"}, kJobControl), in_terminal(options())));
+}
+
+// The terminal the command keeps still refuses TIOCSTI: nothing is left in its input queue,
+// which is where a pushed keystroke would wait for the caller's shell to run it.
+void expect_injection_refused(const e2e::Result& r) {
+    EXPECT_FALSE(r.timedOut);
+    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_TRUE(contains(r.err, "ioctl TIOCSTI: Operation not permitted")) << r.err;
+    EXPECT_EQ(r.ptyPending, 0) << "keystrokes reached the caller's terminal";
+}
+
+TEST_F(RunBwrap, InATerminalKeystrokesCannotBeInjected) {
+    expect_injection_refused(dsh({"run", "--backend", "bwrap", "--", e2e::binary(), "__effect", "tiocsti"}, in_terminal(options())));
+}
+
+TEST_F(RunLandlock, InATerminalKeystrokesCannotBeInjected) {
+    expect_injection_refused(
+        dsh({"run", "--backend", "landlock", "--", e2e::binary(), "__effect", "tiocsti"}, in_terminal(options())));
+}
+
+// A printed plan cannot carry the terminal guard's file descriptor, so it detaches the
+// terminal instead (`--new-session`): injection is refused there too, at the cost of job control.
+TEST_F(RunBwrap, APrintedPlanInATerminalDetachesItAndRefusesInjection) {
+    const e2e::Result plan =
+        dsh({"--print", "--format", "shell", "--backend", "bwrap", "--", e2e::binary(), "__effect", "tiocsti"});
+    ASSERT_EQ(plan.status, 0) << plan.err;
+    ASSERT_TRUE(contains(plan.out, " --new-session ")) << plan.out;
+    e2e::RunOptions o = in_terminal(options());
+    const e2e::Result r = e2e::run_program({"/bin/sh", "-c", plan.out}, o);
+    EXPECT_FALSE(r.timedOut);
+    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_TRUE(contains(r.err, "ioctl TIOCSTI")) << r.err;
+    EXPECT_EQ(r.ptyPending, 0);
+}
+
 }  // namespace
 
-namespace {
-
-}  // namespace
