@@ -117,6 +117,79 @@ void kill_leftovers() {
     }
 }
 
+// The keeper's reports to dsh-confine, one fixed-size record each: the command's pid once it
+// is forked, then its wait status once it is reaped.
+struct KeeperReport {
+    char kind;  // 'P': pid, 'W': wait status
+    int value;
+};
+
+bool read_report(int fd, KeeperReport& report) {
+    std::size_t got = 0;
+    auto* bytes = reinterpret_cast<char*>(&report);
+    while (got < sizeof report) {
+        const ssize_t n = read(fd, bytes + got, sizeof report - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return false;
+        got += static_cast<std::size_t>(n);
+    }
+    return true;
+}
+
+// The keeper sits between dsh-confine and the runner. It is the subreaper of the confined tree,
+// so whatever the command leaves behind is reparented to it, and it outlives dsh-confine: when
+// dsh-confine dies, even of SIGKILL, the `alive` pipe reads end-of-file and the keeper kills the
+// whole tree before it exits. (The runner also dies with the keeper, by its parent-death
+// signal.) It ignores the signals dsh-confine forwards, which are for the command.
+[[noreturn]] void keep(char* const* args, int alive, int report, int err_write, int status_write, int pass_fd,
+                       const struct sigaction* saved, const sigset_t& previous) {
+    prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    sigemptyset(&ignore.sa_mask);
+    for (int sig : kForwarded)
+        if (sig != SIGWINCH) sigaction(sig, &ignore, nullptr);
+    sigprocmask(SIG_SETMASK, &previous, nullptr);
+
+    const pid_t keeper = getpid();
+    const pid_t command = fork();
+    if (command == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+        if (getppid() != keeper) _exit(125);
+        for (std::size_t i = 0; i < sizeof kForwarded / sizeof kForwarded[0]; ++i) sigaction(kForwarded[i], &saved[i], nullptr);
+        dup2(err_write, 2);
+        if (status_write >= 0) fcntl(status_write, F_SETFD, 0);  // inherited by the runner only
+        if (pass_fd >= 0) fcntl(pass_fd, F_SETFD, 0);
+        execv(args[0], args);
+        const char* message = "dsh-confine: error: RUNNER_EXEC: cannot execute the runner\n";
+        (void)!write(2, message, std::strlen(message));
+        _exit(125);
+    }
+    if (command < 0) _exit(125);
+    close(err_write);
+    if (status_write >= 0) close(status_write);
+    const KeeperReport started{'P', command};
+    (void)!write(report, &started, sizeof started);
+
+    const int command_fd = static_cast<int>(syscall(SYS_pidfd_open, command, 0));
+    int wait_status = 0;
+    bool reaped = false;
+    while (!reaped) {
+        pollfd fds[2] = {{alive, POLLIN, 0}, {command_fd, POLLIN, 0}};
+        const int ready = poll(fds, 2, command_fd < 0 ? 100 : -1);
+        if (ready < 0 && errno != EINTR) break;
+        if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) break;  // dsh-confine is gone
+        if (waitpid(command, &wait_status, WNOHANG) == command) reaped = true;
+    }
+    if (!reaped) kill(command, SIGKILL);
+    kill_leftovers();
+    if (reaped) {
+        const KeeperReport ended{'W', wait_status};
+        (void)!write(report, &ended, sizeof ended);
+    }
+    _exit(0);
+}
+
 }  // namespace
 
 SupervisedRun supervise(std::vector<std::string> argv, StartProof proof, int status_fd_slot,
@@ -152,32 +225,36 @@ SupervisedRun supervise(std::vector<std::string> argv, StartProof proof, int sta
     sigemptyset(&action.sa_mask);
     struct sigaction saved[sizeof kForwarded / sizeof kForwarded[0]];
     for (std::size_t i = 0; i < sizeof kForwarded / sizeof kForwarded[0]; ++i) sigaction(kForwarded[i], &action, &saved[i]);
-    prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-
-    const pid_t parent = getpid();
-    const pid_t pid = fork();
+    int alive[2], report[2];
+    if (pipe2(alive, O_CLOEXEC) != 0 || pipe2(report, O_CLOEXEC) != 0) {
+        run.spawnError = std::string("pipe: ") + std::strerror(errno);
+        sigprocmask(SIG_SETMASK, &previous, nullptr);
+        return run;
+    }
+    const pid_t pid = fork();  // the keeper
     if (pid < 0) {
         run.spawnError = std::string("fork: ") + std::strerror(errno);
         sigprocmask(SIG_SETMASK, &previous, nullptr);
         return run;
     }
     if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);  // the confined tree dies with dsh-confine
-        if (getppid() != parent) _exit(125);
-        for (std::size_t i = 0; i < sizeof kForwarded / sizeof kForwarded[0]; ++i) sigaction(kForwarded[i], &saved[i], nullptr);
-        sigprocmask(SIG_SETMASK, &previous, nullptr);
-        dup2(err_pipe[1], 2);
-        if (status_pipe[1] >= 0) fcntl(status_pipe[1], F_SETFD, 0);  // inherited by the runner only
-        if (pass_fd >= 0) fcntl(pass_fd, F_SETFD, 0);
-        execv(args[0], args.data());
-        const char* message = "dsh-confine: error: RUNNER_EXEC: cannot execute the runner\n";
-        (void)!write(2, message, std::strlen(message));
-        _exit(125);
+        close(alive[1]);
+        close(report[0]);
+        close(err_pipe[0]);
+        if (status_pipe[0] >= 0) close(status_pipe[0]);
+        close(g_wake[0]);
+        close(g_wake[1]);
+        keep(args.data(), alive[0], report[1], err_pipe[1], status_pipe[1], pass_fd, saved, previous);
     }
     run.spawned = true;
     sigprocmask(SIG_SETMASK, &previous, nullptr);
+    close(alive[0]);
+    close(report[1]);
     close(err_pipe[1]);
     if (status_pipe[1] >= 0) close(status_pipe[1]);
+    // The command's pid, which forwarded signals are for (the keeper ignores them).
+    KeeperReport first{};
+    const pid_t command = read_report(report[0], first) && first.kind == 'P' ? first.value : pid;
 
     std::string status;
     bool err_open = true, status_open = status_pipe[0] >= 0;
@@ -198,17 +275,14 @@ SupervisedRun supervise(std::vector<std::string> argv, StartProof proof, int sta
         }
         if (!reaped && (child_fd < 0 || (fds[3].revents & POLLIN))) {
             const pid_t done = waitpid(pid, &wait_status, child_fd < 0 ? WNOHANG : 0);
-            if (done == pid) {
-                reaped = true;
-                kill_leftovers();
-            }
+            if (done == pid) reaped = true;
         }
         if (fds[2].revents & POLLIN) {
             while (read(g_wake[0], buffer, sizeof buffer) > 0) {
             }
             const unsigned pending = g_pending.exchange(0);
             if (pending) {
-                const pid_t target = signal_target(pid, proof, status);
+                const pid_t target = signal_target(command, proof, status);
                 for (int sig : kForwarded)
                     if (pending & (1U << sig)) kill(target, sig);
             }
@@ -234,8 +308,13 @@ SupervisedRun supervise(std::vector<std::string> argv, StartProof proof, int sta
     if (!reaped) {
         while (waitpid(pid, &wait_status, 0) < 0 && errno == EINTR) {
         }
-        kill_leftovers();
     }
+    // The command's own wait status, as the keeper saw it; without one the keeper itself was
+    // killed, and its death is the run's.
+    KeeperReport last{};
+    if (read_report(report[0], last) && last.kind == 'W') wait_status = last.value;
+    close(report[0]);
+    close(alive[1]);
     for (std::size_t i = 0; i < sizeof kForwarded / sizeof kForwarded[0]; ++i) sigaction(kForwarded[i], &saved[i], nullptr);
     close(g_wake[0]);
     close(g_wake[1]);

@@ -409,6 +409,37 @@ TEST_F(RunBwrap, LeftoverProcessesDieWhenRunEnds) {
     expect_no_leftover("bwrap", options(), "dsh-leftover-bwrap-" + std::to_string(getpid()));
 }
 
+// dsh-confine killed with SIGKILL (no chance to clean up): the keeper between it and the
+// runner still ends the whole confined tree, a process that left the process group included.
+void expect_tree_dies_with_run(const std::string& backend, const e2e::RunOptions& options, const std::string& stderr_path,
+                               const std::string& marker) {
+    Background child({"run", "--backend", backend, "--mode", "read-only", "--", "/bin/sh", "-c",
+                      "setsid /bin/sh -c 'sleep 30; : " + marker + "' & sleep 0.2; echo ready; wait"},
+                     options.env, stderr_path);
+    ASSERT_TRUE(child.started());
+    ASSERT_TRUE(child.wait_for_line("ready", 20000)) << e2e::read_file(stderr_path);
+    ASSERT_EQ(e2e::run_program({"/usr/bin/pgrep", "-f", "sleep 30; : " + marker}).status, 0)
+        << "the detached process never ran";
+    kill(child.pid(), SIGKILL);
+    EXPECT_EQ(child.wait(20000), 128 + SIGKILL);
+    bool gone = false;
+    for (int i = 0; i < 100 && !gone; ++i) {
+        gone = e2e::run_program({"/usr/bin/pgrep", "-f", marker}).status != 0;
+        if (!gone) usleep(50000);
+    }
+    EXPECT_TRUE(gone) << "left running after dsh-confine was killed: "
+                      << e2e::run_program({"/usr/bin/pgrep", "-a", "-f", marker}).out;
+    if (!gone) e2e::run_program({"/usr/bin/pkill", "-KILL", "-f", marker});
+}
+
+TEST_F(RunLandlock, TheConfinedTreeDiesWhenRunIsKilled) {
+    expect_tree_dies_with_run("landlock", options(), scratch / "stderr", "dsh-orphan-landlock-" + std::to_string(getpid()));
+}
+
+TEST_F(RunBwrap, TheConfinedTreeDiesWhenRunIsKilled) {
+    expect_tree_dies_with_run("bwrap", options(), scratch / "stderr", "dsh-orphan-bwrap-" + std::to_string(getpid()));
+}
+
 TEST_F(RunLandlock, PerCallTempAreaIsRemovedWhenRunEnds) {
     const std::string ws = scratch.path();
     const e2e::Result r = dsh({"run", "--backend", "landlock", "--mode", "workspace-write", "--workspace-root", ws, "--",
