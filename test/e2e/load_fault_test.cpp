@@ -23,16 +23,6 @@ using e2e::exists;
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-std::size_t count_entries(const std::string& dir, const std::string& prefix) {
-    std::size_t n = 0;
-    if (DIR* d = opendir(dir.c_str())) {
-        while (dirent* e = readdir(d))
-            if (std::string(e->d_name).rfind(prefix, 0) == 0) ++n;
-        closedir(d);
-    }
-    return n;
-}
-
 std::size_t lines_of(const std::string& path) {
     const std::string text = e2e::read_file(path);
     return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
@@ -44,8 +34,12 @@ TEST(Load, ThousandCallsFromSixteenCallersStayApart) {
     e2e::TempDir home("/var/tmp");
     e2e::RunOptions shared;
     shared.env = e2e::isolated_env(home.path());
-    const std::string temp_base = "/tmp/dsh-confine-" + std::to_string(getuid());
-    const std::size_t temp_before = count_entries(temp_base, "call-");
+    // The Landlock runner's per-call temp areas: each call says which was its own, so calls of
+    // other tests running at the same time do not count.
+    const std::string temp_prefix = "/tmp/dsh-confine-" + std::to_string(getuid()) + "/call-";
+    std::mutex temp_lock;
+    std::vector<std::string> temp_dirs;
+    std::atomic<std::size_t> temp_calls{0};  // the calls that must have made one
 
     std::vector<std::unique_ptr<e2e::TempDir>> roots;
     for (int c = 0; c < kCallers; ++c) roots.push_back(std::make_unique<e2e::TempDir>("/var/tmp"));
@@ -102,9 +96,16 @@ TEST(Load, ThousandCallsFromSixteenCallersStayApart) {
                     const std::string mine = root + "/call-" + std::to_string(i);
                     const std::string theirs = roots[(c + 1) % kCallers]->path() + "/from-" + std::to_string(c);
                     std::vector<std::string> exec = args;
-                    exec.insert(exec.end(), {"--", "/bin/sh", "-c", "echo x > \"$1\"; echo y > \"$2\"; exit 0", "sh", mine, theirs});
+                    exec.insert(exec.end(), {"--", "/bin/sh", "-c", "echo x > \"$1\"; echo y > \"$2\"; echo \"$TMPDIR\"; exit 0",
+                                             "sh", mine, theirs});
                     const e2e::Result r = e2e::run(exec, options);
                     if (r.status != 0) fail(session + ": exec failed: " + r.err);
+                    if (backend == "landlock" && !with_session && mode == "workspace-write") ++temp_calls;
+                    const std::string temp = e2e::first_line(r.out);
+                    if (temp.rfind(temp_prefix, 0) == 0) {
+                        std::lock_guard<std::mutex> lock(temp_lock);
+                        temp_dirs.push_back(temp);
+                    }
                     if (exists(mine) != (mode == "workspace-write")) fail(session + ": own write wrong for " + mode);
                     if (exists(theirs)) fail(session + ": wrote into another caller's root");
                 }
@@ -123,8 +124,11 @@ TEST(Load, ThousandCallsFromSixteenCallersStayApart) {
         EXPECT_EQ(show.status, 0) << show.err;
     }
     // No leaked temp areas (the Landlock reaper removes each when its command ends).
-    for (int i = 0; i < 300 && count_entries(temp_base, "call-") > temp_before; ++i) usleep(10000);
-    EXPECT_EQ(count_entries(temp_base, "call-"), temp_before);
+    EXPECT_GT(temp_calls.load(), 0u);
+    EXPECT_EQ(temp_dirs.size(), temp_calls.load()) << "a Landlock call in workspace-write without a per-call temp area";
+    auto leaked = [&] { return std::count_if(temp_dirs.begin(), temp_dirs.end(), [](const std::string& d) { return exists(d); }); };
+    for (int i = 0; i < 300 && leaked() > 0; ++i) usleep(10000);
+    EXPECT_EQ(leaked(), 0) << "of " << temp_dirs.size() << " per-call temp areas";
     // No process of the load outlives it.
     EXPECT_NE(e2e::run_program({"/usr/bin/pgrep", "-f", "landlock-exec --mode .* --workspace-root " + home.path()}).status, 0);
 }

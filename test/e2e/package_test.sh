@@ -63,11 +63,21 @@ field() { dpkg-deb --field "$deb" "$1"; }
 # Computed by dpkg-shlibdeps: the C library at least, and the shared libraries linked.
 depends=$(field Depends)
 [[ $depends == *libc6* ]] || fail "Depends '$depends' was not computed (no libc6)"
-[[ $depends == *libstdc++6* ]] || fail "Depends '$depends' lacks libstdc++6"
 
 root=$scratch/root
 dpkg-deb --extract "$deb" "$root"
 bin=$(realpath "$root/usr/bin/dsh-confine")
+# Every shared library the packaged binary loads comes from a package Depends names (by
+# default only the C library: the rest is linked in, see DSH_SHARED_DEPS).
+needed=$(readelf -d "$bin" | awk '/\(NEEDED\)/ { gsub(/[][]/, "", $NF); print $NF }')
+[ -n "$needed" ] || fail "readelf found no NEEDED entries in the packaged binary"
+for lib in $needed; do
+    path=$(ldconfig -p | awk -v lib="$lib" '$1 == lib { print $NF; exit }')
+    [ -n "$path" ] || fail "the binary needs $lib, which this system does not have"
+    owner=$( (dpkg -S "$path" 2>/dev/null || dpkg -S "$(realpath "$path")" 2>/dev/null) | head -n 1 | cut -d: -f1)
+    [ -n "$owner" ] || fail "no package owns $path ($lib)"
+    [[ " ${depends//,/ } " == *" $owner "* ]] || fail "the binary needs $lib from $owner, which Depends '$depends' lacks"
+done
 expected=(usr/bin/dsh-confine usr/share/bash-completion/completions/dsh-confine
     usr/share/zsh/vendor-completions/_dsh-confine usr/share/doc/dsh-confine/config.example.toml)
 [ "$man_page" = 0 ] || expected+=(usr/share/man/man1/dsh-confine.1.gz)
