@@ -72,11 +72,19 @@ bin=$(realpath "$root/usr/bin/dsh-confine")
 needed=$(readelf -d "$bin" | awk '/\(NEEDED\)/ { gsub(/[][]/, "", $NF); print $NF }')
 [ -n "$needed" ] || fail "readelf found no NEEDED entries in the packaged binary"
 for lib in $needed; do
-    path=$(ldconfig -p | awk -v lib="$lib" '$1 == lib { print $NF; exit }')
+    # (awk reads to the end: leaving early would kill the writer with SIGPIPE, which pipefail
+    # and set -e turn into a silent exit.)
+    path=$(ldconfig -p | awk -v lib="$lib" '$1 == lib && !found { print $NF; found = 1 }')
     [ -n "$path" ] || fail "the binary needs $lib, which this system does not have"
-    owner=$( (dpkg -S "$path" 2>/dev/null || dpkg -S "$(realpath "$path")" 2>/dev/null) | head -n 1 | cut -d: -f1)
+    owner=$( (dpkg -S "$path" 2>/dev/null || dpkg -S "$(realpath "$path")" 2>/dev/null || true) | awk -F: 'NR == 1 { print $1 }')
     [ -n "$owner" ] || fail "no package owns $path ($lib)"
-    [[ " ${depends//,/ } " == *" $owner "* ]] || fail "the binary needs $lib from $owner, which Depends '$depends' lacks"
+    # Depends may name the package or a virtual package it provides (libspdlog1.10-fmt9).
+    names="$owner $( (dpkg-query -W -f='${Provides}' "$owner" 2>/dev/null || true) | sed 's/([^)]*)//g; s/,/ /g')"
+    listed=no
+    for name in $names; do
+        [[ " ${depends//,/ } " == *" $name "* ]] && listed=yes
+    done
+    [ "$listed" = yes ] || fail "the binary needs $lib from $owner ($names), which Depends '$depends' lacks"
 done
 expected=(usr/bin/dsh-confine usr/share/bash-completion/completions/dsh-confine
     usr/share/zsh/vendor-completions/_dsh-confine usr/share/doc/dsh-confine/config.example.toml)
