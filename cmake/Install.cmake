@@ -4,12 +4,8 @@
 include(GNUInstallDirs)
 
 # The man page and the .deb are for Linux hosts; elsewhere (and in cross builds) they are opt-in.
-if(CMAKE_SYSTEM_NAME STREQUAL "Linux")
-  set(dsh_man_page_default ON)
-else()
-  set(dsh_man_page_default OFF)
-endif()
-option(DSH_MAN_PAGE "Generate and install the dsh-confine(1) man page (needs pandoc or help2man)" ${dsh_man_page_default})
+string(COMPARE EQUAL "${CMAKE_SYSTEM_NAME}" "Linux" dsh_linux)
+option(DSH_MAN_PAGE "Generate and install the dsh-confine(1) man page (needs pandoc or help2man)" ${dsh_linux})
 set(DSH_PACKAGE_MAINTAINER "dsh-confine maintainers <maintainers@dsh-confine.invalid>"
     CACHE STRING "The Maintainer field of the Debian package")
 
