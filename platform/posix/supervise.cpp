@@ -83,7 +83,8 @@ std::optional<bool> judge_start(StartProof proof, const std::string& status, boo
     return std::nullopt;
 }
 
-// We are the subreaper of the command's tree: whatever it left behind was reparented to us.
+// Run by the keeper, the subreaper of the command's tree: whatever the command left behind was
+// reparented to it.
 // It is killed and reaped, and so is whatever that leaves in turn, until nothing remains.
 void kill_leftovers() {
     for (int round = 0; round < 64; ++round) {
