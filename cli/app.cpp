@@ -3,6 +3,7 @@
 // line with status 125. stdout carries only the product (plan, policy, verdict, report).
 #include "app.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -13,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -483,6 +485,146 @@ Exit status: the command's own; 125 when dsh-confine itself failed (nothing ran)
 126/127 when PROGRAM is not executable / not found.
 )";
 
+// The subcommands and the values their options fill (docs/performance.md: building a dozen option
+// tables the call never parses was a measurable part of start-up).
+struct Subcommands {
+    bool all = false;  // every subcommand was added (help lists them all)
+    CLI::App* run = nullptr;
+    CLI::App* policy = nullptr;
+    CLI::App* classify = nullptr;
+    CLI::App* doctor = nullptr;
+    CLI::App* session = nullptr;
+    CLI::App* start = nullptr;
+    CLI::App* mode = nullptr;
+    CLI::App* show = nullptr;
+    CLI::App* end = nullptr;
+    CLI::App* landlock = nullptr;
+    CLI::App* token = nullptr;
+    CLI::App* effect = nullptr;
+
+    PolicyOptions runOptions;
+    std::string reportFile;
+    int reportFd = -1;
+    PolicyOptions policyOptions;
+    std::string planFile, classifyBackend, exitCode, stderrFile, classifyFormat = "text", classifyConfig;
+    DoctorOptions doctorOptions;
+    std::string sessionId, sessionArg;
+    platform::LandlockExecRequest ll;
+    platform::RestrictedTokenExecRequest rt;
+};
+
+bool parsed(const CLI::App* sub) { return sub != nullptr && sub->parsed(); }
+
+// Adds the subcommands LINE names, or all the others when LINE is null (for help). A subcommand
+// whose name is not on the command line can never be parsed, so leaving it out changes nothing
+// but the cost: the main job, `dsh-confine [OPTIONS] -- PROGRAM`, builds none of them.
+void add_subcommands(CLI::App& app, Subcommands& c, const CommandLine* line) {
+    c.all = line == nullptr;
+    const auto wanted = [line](std::string_view name) {
+        if (line == nullptr) return true;
+        for (std::size_t i = 1; i < line->front.size(); ++i)
+            if (name == line->front[i]) return true;
+        return false;
+    };
+    if (c.run == nullptr && wanted("run")) {
+        c.run = app.add_subcommand("run", "spawn the command confined, pass its output through, attribute the result");
+        add_policy_options(*c.run, c.runOptions, true);
+        c.run->add_option("--report", c.reportFile, "write the JSON report to FILE");
+        c.run->add_option("--report-fd", c.reportFd, "write the JSON report to file descriptor N");
+        c.run->prefix_command();
+        c.run->footer("\nExamples:\n  dsh-confine run --mode workspace-write --workspace-root \"$PWD\" --report report.json -- npm test\n"
+                        "  dsh-confine run --report-fd 3 -- make 3>report.json\n"
+                        "Exit status: the command's own (128+N after signal N); 125 when the sandbox never started it\n"
+                        "(RUNNER_FAILURE) or dsh-confine itself failed.\n");
+    }
+    if (c.policy == nullptr && wanted("policy")) {
+        c.policy = app.add_subcommand("policy", "print the resolved execution policy (JSON)");
+        add_policy_options(*c.policy, c.policyOptions, false);
+        c.policy->footer("\nExamples:\n  dsh-confine policy\n  dsh-confine policy --session s1\n"
+                           "  dsh-confine policy --config ./config.toml --mode workspace-write --workspace-root \"$PWD\"\n");
+    }
+    if (c.classify == nullptr && wanted("classify")) {
+        c.classify = app.add_subcommand("classify", "classify a failed run from its stderr and exit code");
+        c.classify->add_option("--plan", c.planFile, "a plan printed by --print --format json");
+        c.classify->add_option("--backend", c.classifyBackend, "use this backend's dialect instead of a plan");
+        c.classify->add_option("--exit-code", c.exitCode, "the run's exit status (0-255)")->required();
+        c.classify->add_option("--stderr", c.stderrFile, "read stderr from FILE (default: stdin)");
+        c.classify->add_option("--format", c.classifyFormat, "text (default) or json");
+        c.classify->add_option("--config", c.classifyConfig, "the config file (extra informational lines)");
+        c.classify->footer("\nExamples:\n  make 2>err.txt; dsh-confine classify --backend bwrap --exit-code $? --stderr err.txt\n"
+                             "  dsh-confine --print -- make >plan.json; ... | dsh-confine classify --plan plan.json --exit-code 1 --format json\n");
+    }
+    if (c.doctor == nullptr && wanted("doctor")) {
+        c.doctor = app.add_subcommand("doctor", "backends on this host, probe results, enforcement");
+        c.doctor->add_flag("--json", c.doctorOptions.json, "print JSON");
+        c.doctor->add_flag("--verify", c.doctorOptions.verify, "run denied and allowed effects under each usable backend");
+        c.doctor->add_option("--config", c.doctorOptions.config, "the config file");
+        c.doctor->footer("\nExamples:\n  dsh-confine doctor\n  dsh-confine doctor --json | jq '.backends[] | {name, usable, enforcement}'\n"
+                           "  dsh-confine doctor --verify    # in CI: exits 1 if a backend leaks or over-blocks\n");
+    }
+    if (c.session == nullptr && wanted("session")) {
+        c.session = app.add_subcommand("session", "sessions: an immutable cwd and a log of mode events");
+        c.session->require_subcommand(1);
+        c.start = c.session->add_subcommand("start", "start session ID with its immutable cwd");
+        c.start->add_option("ID", c.sessionId, "letters, digits, '.', '_', '-'; at most 128")->required();
+        c.start->add_option("--cwd", c.sessionArg, "the session's cwd (absolute); stored canonical, never changed")->required();
+        c.start->footer("\nExamples:\n  dsh-confine session start s1 --cwd \"$PWD\"\n"
+                          "  dsh-confine session start \"agent-$(date +%s)\" --cwd /srv/checkout\n"
+                          "Starting again with the same cwd is a no-op. Exit status: 0; 125 when ID is invalid, was started\n"
+                          "with another cwd, or the cwd is not a directory.\n");
+        c.mode = c.session->add_subcommand("mode", "log a sandbox/mode event");
+        c.mode->add_option("ID", c.sessionId, "an existing session")->required();
+        c.mode->add_option("MODE", c.sessionArg, "read-only, workspace-write or danger-full-access")->required();
+        c.mode->footer("\nExamples:\n  dsh-confine session mode s1 workspace-write\n"
+                         "  dsh-confine session mode s1 read-only && dsh-confine --session s1 -- make check\n"
+                         "The last event wins; the log is append-only. Exit status: 0; 125 on a bad ID or MODE.\n");
+        c.show = c.session->add_subcommand("show", "print the session (JSON)");
+        c.show->add_option("ID", c.sessionId, "an existing session")->required();
+        c.show->footer("\nExamples:\n  dsh-confine session show s1\n  dsh-confine session show s1 | jq -r .mode\n");
+        c.end = c.session->add_subcommand("end", "end the session and remove what it owns");
+        c.end->add_option("ID", c.sessionId, "an existing session")->required();
+        c.end->footer("\nExamples:\n  dsh-confine session end s1\n"
+                        "Removes the session's log and its private temp directory. Exit status: 0; 125 if it does not exist.\n");
+        c.session->footer("\nExamples:\n  dsh-confine session start s1 --cwd \"$PWD\"\n  dsh-confine session mode s1 workspace-write\n"
+                            "  dsh-confine --session s1 -- make\n  dsh-confine session end s1\n");
+    }
+    if (c.landlock == nullptr && wanted("landlock-exec")) {
+        c.landlock = app.add_subcommand("landlock-exec", "the Landlock runner a printed Landlock plan invokes");
+        c.landlock->add_option("--mode", c.ll.mode, "read-only or workspace-write")->required();
+        c.landlock->add_option("--workspace-root", c.ll.workspaceRoot, "the canonical workspace root")->required();
+        c.landlock->add_option("--temp-dir", c.ll.tempDir, "a session's private temp directory (writable, kept)");
+        c.landlock->add_option("--private-temp-base", c.ll.privateTempBase,
+                                 "create a per-call temp directory here, removed when the command ends");
+        c.landlock->add_option("--status-fd", c.ll.statusFd, "write 'S' just before exec, 'F' on failure, to fd N");
+        c.landlock->add_option("--max-abi", c.ll.maxAbi, "use at most this Landlock ABI (testing older kernels)")
+            ->check(CLI::PositiveNumber);
+        c.landlock->prefix_command();
+        c.landlock->footer("\nA printed Landlock plan calls this; you rarely type it yourself.\n"
+                             "Examples:\n  dsh-confine landlock-exec --mode read-only --workspace-root \"$PWD\" -- cat /etc/hostname\n"
+                             "  dsh-confine --print --format shell --mode workspace-write -- make   # shows the exact call\n"
+                             "Exit status: the command's (it is exec'd in place); 125 (LANDLOCK) when the ruleset could not\n"
+                             "be applied, and nothing ran.\n");
+    }
+    if (c.token == nullptr && wanted("restricted-token-exec")) {
+        c.token = app.add_subcommand("restricted-token-exec", "the Windows runner a printed restricted-token plan invokes");
+        c.token->add_option("--mode", c.rt.mode)->required();
+        c.token->add_option("--workspace-root", c.rt.workspaceRoot)->required();
+        c.token->add_option("--temp-dir", c.rt.tempDir);
+        c.token->add_option("--private-temp-base", c.rt.privateTempBase);
+        c.token->add_option("--protect", c.rt.protectedPaths, "dsh-confine's own files inside the workspace (repeatable)");
+        c.token->prefix_command();
+        c.token->footer("\nA printed restricted-token plan calls this on Windows; elsewhere it fails with 125.\n"
+                          "Examples:\n  dsh-confine restricted-token-exec --mode workspace-write --workspace-root C:\\src\\app -- cmd /c build.bat\n"
+                          "  dsh-confine --print --mode read-only -- cmd /c dir   # shows the exact call\n");
+    }
+    if (c.effect == nullptr && wanted("__effect")) {
+        // The effect helper `doctor --verify` runs confined: not part of the interface.
+        c.effect = app.add_subcommand("__effect", "");
+        c.effect->group("");
+        c.effect->prefix_command();
+    }
+}
+
 }  // namespace
 
 int run(int argc, char** argv) {
@@ -505,116 +647,21 @@ int run(int argc, char** argv) {
     main_only.push_back(app.add_option("--format", format, "with --print: json (default) or shell"));
     app.fallthrough();  // -v and --log-level work after a subcommand too
 
-    CLI::App* run_cmd = app.add_subcommand("run", "spawn the command confined, pass its output through, attribute the result");
-    PolicyOptions run_options;
-    add_policy_options(*run_cmd, run_options, true);
-    std::string report_file;
-    int report_fd = -1;
-    run_cmd->add_option("--report", report_file, "write the JSON report to FILE");
-    run_cmd->add_option("--report-fd", report_fd, "write the JSON report to file descriptor N");
-    run_cmd->prefix_command();
-    run_cmd->footer("\nExamples:\n  dsh-confine run --mode workspace-write --workspace-root \"$PWD\" --report report.json -- npm test\n"
-                    "  dsh-confine run --report-fd 3 -- make 3>report.json\n"
-                    "Exit status: the command's own (128+N after signal N); 125 when the sandbox never started it\n"
-                    "(RUNNER_FAILURE) or dsh-confine itself failed.\n");
-
-    CLI::App* policy_cmd = app.add_subcommand("policy", "print the resolved execution policy (JSON)");
-    PolicyOptions policy_options;
-    add_policy_options(*policy_cmd, policy_options, false);
-    policy_cmd->footer("\nExamples:\n  dsh-confine policy\n  dsh-confine policy --session s1\n"
-                       "  dsh-confine policy --config ./config.toml --mode workspace-write --workspace-root \"$PWD\"\n");
-
-    CLI::App* classify_cmd = app.add_subcommand("classify", "classify a failed run from its stderr and exit code");
-    std::string plan_file, classify_backend, exit_code_text, stderr_file, classify_format = "text", classify_config;
-    classify_cmd->add_option("--plan", plan_file, "a plan printed by --print --format json");
-    classify_cmd->add_option("--backend", classify_backend, "use this backend's dialect instead of a plan");
-    classify_cmd->add_option("--exit-code", exit_code_text, "the run's exit status (0-255)")->required();
-    classify_cmd->add_option("--stderr", stderr_file, "read stderr from FILE (default: stdin)");
-    classify_cmd->add_option("--format", classify_format, "text (default) or json");
-    classify_cmd->add_option("--config", classify_config, "the config file (extra informational lines)");
-    classify_cmd->footer("\nExamples:\n  make 2>err.txt; dsh-confine classify --backend bwrap --exit-code $? --stderr err.txt\n"
-                         "  dsh-confine --print -- make >plan.json; ... | dsh-confine classify --plan plan.json --exit-code 1 --format json\n");
-
-    CLI::App* doctor_cmd = app.add_subcommand("doctor", "backends on this host, probe results, enforcement");
-    DoctorOptions doctor_options;
-    doctor_cmd->add_flag("--json", doctor_options.json, "print JSON");
-    doctor_cmd->add_flag("--verify", doctor_options.verify, "run denied and allowed effects under each usable backend");
-    doctor_cmd->add_option("--config", doctor_options.config, "the config file");
-    doctor_cmd->footer("\nExamples:\n  dsh-confine doctor\n  dsh-confine doctor --json | jq '.backends[] | {name, usable, enforcement}'\n"
-                       "  dsh-confine doctor --verify    # in CI: exits 1 if a backend leaks or over-blocks\n");
-
-    CLI::App* session_cmd = app.add_subcommand("session", "sessions: an immutable cwd and a log of mode events");
-    session_cmd->require_subcommand(1);
-    std::string session_id, session_arg;
-    CLI::App* start_cmd = session_cmd->add_subcommand("start", "start session ID with its immutable cwd");
-    start_cmd->add_option("ID", session_id, "letters, digits, '.', '_', '-'; at most 128")->required();
-    start_cmd->add_option("--cwd", session_arg, "the session's cwd (absolute); stored canonical, never changed")->required();
-    start_cmd->footer("\nExamples:\n  dsh-confine session start s1 --cwd \"$PWD\"\n"
-                      "  dsh-confine session start \"agent-$(date +%s)\" --cwd /srv/checkout\n"
-                      "Starting again with the same cwd is a no-op. Exit status: 0; 125 when ID is invalid, was started\n"
-                      "with another cwd, or the cwd is not a directory.\n");
-    CLI::App* mode_cmd = session_cmd->add_subcommand("mode", "log a sandbox/mode event");
-    mode_cmd->add_option("ID", session_id, "an existing session")->required();
-    mode_cmd->add_option("MODE", session_arg, "read-only, workspace-write or danger-full-access")->required();
-    mode_cmd->footer("\nExamples:\n  dsh-confine session mode s1 workspace-write\n"
-                     "  dsh-confine session mode s1 read-only && dsh-confine --session s1 -- make check\n"
-                     "The last event wins; the log is append-only. Exit status: 0; 125 on a bad ID or MODE.\n");
-    CLI::App* show_cmd = session_cmd->add_subcommand("show", "print the session (JSON)");
-    show_cmd->add_option("ID", session_id, "an existing session")->required();
-    show_cmd->footer("\nExamples:\n  dsh-confine session show s1\n  dsh-confine session show s1 | jq -r .mode\n");
-    CLI::App* end_cmd = session_cmd->add_subcommand("end", "end the session and remove what it owns");
-    end_cmd->add_option("ID", session_id, "an existing session")->required();
-    end_cmd->footer("\nExamples:\n  dsh-confine session end s1\n"
-                    "Removes the session's log and its private temp directory. Exit status: 0; 125 if it does not exist.\n");
-    session_cmd->footer("\nExamples:\n  dsh-confine session start s1 --cwd \"$PWD\"\n  dsh-confine session mode s1 workspace-write\n"
-                        "  dsh-confine --session s1 -- make\n  dsh-confine session end s1\n");
-
-    CLI::App* landlock_cmd = app.add_subcommand("landlock-exec", "the Landlock runner a printed Landlock plan invokes");
-    platform::LandlockExecRequest ll;
-    landlock_cmd->add_option("--mode", ll.mode, "read-only or workspace-write")->required();
-    landlock_cmd->add_option("--workspace-root", ll.workspaceRoot, "the canonical workspace root")->required();
-    landlock_cmd->add_option("--temp-dir", ll.tempDir, "a session's private temp directory (writable, kept)");
-    landlock_cmd->add_option("--private-temp-base", ll.privateTempBase,
-                             "create a per-call temp directory here, removed when the command ends");
-    landlock_cmd->add_option("--status-fd", ll.statusFd, "write 'S' just before exec, 'F' on failure, to fd N");
-    landlock_cmd->add_option("--max-abi", ll.maxAbi, "use at most this Landlock ABI (testing older kernels)")
-        ->check(CLI::PositiveNumber);
-    landlock_cmd->prefix_command();
-    landlock_cmd->footer("\nA printed Landlock plan calls this; you rarely type it yourself.\n"
-                         "Examples:\n  dsh-confine landlock-exec --mode read-only --workspace-root \"$PWD\" -- cat /etc/hostname\n"
-                         "  dsh-confine --print --format shell --mode workspace-write -- make   # shows the exact call\n"
-                         "Exit status: the command's (it is exec'd in place); 125 (LANDLOCK) when the ruleset could not\n"
-                         "be applied, and nothing ran.\n");
-
-    CLI::App* token_cmd =
-        app.add_subcommand("restricted-token-exec", "the Windows runner a printed restricted-token plan invokes");
-    platform::RestrictedTokenExecRequest rt;
-    token_cmd->add_option("--mode", rt.mode)->required();
-    token_cmd->add_option("--workspace-root", rt.workspaceRoot)->required();
-    token_cmd->add_option("--temp-dir", rt.tempDir);
-    token_cmd->add_option("--private-temp-base", rt.privateTempBase);
-    token_cmd->add_option("--protect", rt.protectedPaths, "dsh-confine's own files inside the workspace (repeatable)");
-    token_cmd->prefix_command();
-    token_cmd->footer("\nA printed restricted-token plan calls this on Windows; elsewhere it fails with 125.\n"
-                      "Examples:\n  dsh-confine restricted-token-exec --mode workspace-write --workspace-root C:\\src\\app -- cmd /c build.bat\n"
-                      "  dsh-confine --print --mode read-only -- cmd /c dir   # shows the exact call\n");
-
-    // The effect helper `doctor --verify` runs confined: not part of the interface.
-    CLI::App* effect_cmd = app.add_subcommand("__effect", "");
-    effect_cmd->group("");
-    effect_cmd->prefix_command();
-
     const CommandLine line = split_at_dashes(argc, argv);
+    Subcommands c;
+    add_subcommands(app, c, &line);
     try {
         app.parse(static_cast<int>(line.front.size()), line.front.data());
     } catch (const CLI::CallForHelp& e) {
+        if (!c.all) add_subcommands(app, c, nullptr);
         return app.exit(e);
     } catch (const CLI::CallForAllHelp& e) {
+        if (!c.all) add_subcommands(app, c, nullptr);
         return app.exit(e);
     } catch (const CLI::CallForVersion& e) {
         return app.exit(e);
     } catch (const CLI::ParseError& e) {
-        const char* which = landlock_cmd->parsed() ? code::Landlock : token_cmd->parsed() ? "RESTRICTED_TOKEN" : code::Usage;
+        const char* which = parsed(c.landlock) ? code::Landlock : parsed(c.token) ? "RESTRICTED_TOKEN" : code::Usage;
         std::fprintf(stderr, "dsh-confine: error: %s: %s\n", which, e.what());
         return 125;
     }
@@ -631,15 +678,15 @@ int run(int argc, char** argv) {
                                                  parsed_subcommands.front()->get_name() +
                                                  "' (a subcommand's options go after its name)");
             const CLI::App* sub = parsed_subcommands.front();
-            const bool takes_program = sub == run_cmd || sub == landlock_cmd || sub == token_cmd || sub == effect_cmd;
+            const bool takes_program = sub == c.run || sub == c.landlock || sub == c.token || sub == c.effect;
             if (!takes_program && !app.remaining().empty())
                 throw Error(code::Usage, "unexpected argument '" + app.remaining().front() + "' for 'dsh-confine " +
                                              sub->get_name() + "'");
         }
-        if (landlock_cmd->parsed()) {
+        if (parsed(c.landlock)) {
             std::vector<std::string> rest;
             try {
-                rest = program_words(app, landlock_cmd, line);
+                rest = program_words(app, c.landlock, line);
             } catch (const Error& e) {
                 std::fprintf(stderr, "dsh-confine: error: LANDLOCK: landlock-exec: %s\n", e.what());
                 return 125;
@@ -648,12 +695,12 @@ int run(int argc, char** argv) {
                 std::fprintf(stderr, "dsh-confine: error: LANDLOCK: landlock-exec: no PROGRAM given\n");
                 return 125;
             }
-            return platform::landlock_exec(ll, rest);
+            return platform::landlock_exec(c.ll, rest);
         }
-        if (token_cmd->parsed()) {
+        if (parsed(c.token)) {
             std::vector<std::string> rest;
             try {
-                rest = program_words(app, token_cmd, line);
+                rest = program_words(app, c.token, line);
             } catch (const Error& e) {
                 std::fprintf(stderr, "dsh-confine: error: RESTRICTED_TOKEN: restricted-token-exec: %s\n", e.what());
                 return 125;
@@ -662,19 +709,19 @@ int run(int argc, char** argv) {
                 std::fprintf(stderr, "dsh-confine: error: RESTRICTED_TOKEN: restricted-token-exec: no PROGRAM given\n");
                 return 125;
             }
-            return platform::restricted_token_exec(rt, rest);
+            return platform::restricted_token_exec(c.rt, rest);
         }
-        if (effect_cmd->parsed()) return run_effect_helper(program_words(app, effect_cmd, line));
-        if (run_cmd->parsed()) {
-            return run_confined(run_options, program_words(app, run_cmd, line), report_file, report_fd);
+        if (parsed(c.effect)) return run_effect_helper(program_words(app, c.effect, line));
+        if (parsed(c.run)) {
+            return run_confined(c.runOptions, program_words(app, c.run, line), c.reportFile, c.reportFd);
         }
-        if (policy_cmd->parsed()) return run_policy(policy_options);
-        if (classify_cmd->parsed())
-            return run_classify(plan_file, classify_backend, exit_code_text, stderr_file, classify_format, classify_config);
-        if (doctor_cmd->parsed()) return run_doctor(doctor_options);
-        if (session_cmd->parsed()) {
-            const char* action = start_cmd->parsed() ? "start" : mode_cmd->parsed() ? "mode" : show_cmd->parsed() ? "show" : "end";
-            return run_session(action, session_id, session_arg);
+        if (parsed(c.policy)) return run_policy(c.policyOptions);
+        if (parsed(c.classify))
+            return run_classify(c.planFile, c.classifyBackend, c.exitCode, c.stderrFile, c.classifyFormat, c.classifyConfig);
+        if (parsed(c.doctor)) return run_doctor(c.doctorOptions);
+        if (parsed(c.session)) {
+            const char* action = parsed(c.start) ? "start" : parsed(c.mode) ? "mode" : parsed(c.show) ? "show" : "end";
+            return run_session(action, c.sessionId, c.sessionArg);
         }
         const std::vector<std::string> rest = program_words(app, nullptr, line);
         if (print) return run_print(main_options, format, rest);

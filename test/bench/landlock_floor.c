@@ -6,7 +6,8 @@
  * option parsing, no capability drop, no seccomp. Works as root and unprivileged.
  *
  *   landlock_floor PROGRAM [ARG...]
- */
+ *
+ * Built with LANDLOCK_FLOOR_NO_MAIN, it is the Landlock half of stack_floor.cpp. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -47,7 +48,7 @@ static int add_rule(int ruleset, const char* path, uint64_t access) {
     return rc == 0 ? 0 : -1;
 }
 
-int main(int argc, char** argv) {
+int landlock_floor_exec(int argc, char** argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: landlock_floor PROGRAM [ARG...]\n");
         return 125;
@@ -71,3 +72,7 @@ int main(int argc, char** argv) {
     execv(argv[1], argv + 1);
     return fail(argv[1]);
 }
+
+#ifndef LANDLOCK_FLOOR_NO_MAIN
+int main(int argc, char** argv) { return landlock_floor_exec(argc, argv); }
+#endif

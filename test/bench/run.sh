@@ -39,6 +39,9 @@ helper() {
 }
 alternate=$(helper alternate) || { echo "run.sh: cannot build alternate.c (set CC)" >&2; exit 2; }
 floor=$(helper landlock_floor) || floor=
+# The same floor on the project's C++ stack (CLI11, spdlog, static libstdc++): only from a build.
+stack_floor=$build/test/bench/stack_floor
+[ -x "$stack_floor" ] || stack_floor=
 
 true_bin=$(type -P true)
 ms() { awk -v us="$1" 'BEGIN { printf "%.2f", us / 1000 }'; }
@@ -71,6 +74,8 @@ if runs "$bin" --backend landlock --mode read-only -- "$true_bin" && [ -n "$floo
     eval "landlock_argv=($("$bin" --backend landlock --print --format shell --mode read-only -- "$true_bin"))"
     commands+=(::: landlock-floor "$floor" "$true_bin" ::: landlock-runner "${landlock_argv[@]}"
                ::: landlock-exec "$bin" --backend landlock --mode read-only -- "$true_bin")
+    [ -n "$stack_floor" ] && runs "$stack_floor" --backend landlock --mode read-only -- "$true_bin" &&
+        commands+=(::: stack-floor "$stack_floor" --backend landlock --mode read-only -- "$true_bin")
 else
     echo "Landlock: not usable here (or landlock_floor could not be built): skipped"
 fi
@@ -99,7 +104,7 @@ fi
 
 echo
 printf '%-17s %10s %19s %10s %6s\n' command "median ms" "p25-p75 ms" "cpu ms" exit
-for name in bare bwrap-direct bwrap-exec landlock-floor landlock-runner landlock-exec chain-exec print version; do
+for name in bare bwrap-direct bwrap-exec landlock-floor stack-floor landlock-runner landlock-exec chain-exec print version; do
     [ -n "${median[$name]:-}" ] || continue
     printf '%-17s %10s %9s-%-9s %10s %6s\n' "$name" "$(ms "${median[$name]}")" "$(ms "${p25[$name]}")" "$(ms "${p75[$name]}")" \
         "$(ms "${cpu[$name]}")" "${status[$name]}"
@@ -121,6 +126,8 @@ row "Landlock exec / C floor" landlock-exec landlock-floor 1.25
 row "Landlock runner (printed plan) / C floor" landlock-runner landlock-floor
 row "Landlock exec / bare exec" landlock-exec bare
 row "C floor / bare exec" landlock-floor bare
+row "C++ stack floor / C floor" stack-floor landlock-floor
+row "Landlock exec / C++ stack floor" landlock-exec stack-floor
 row "--print (warm probe cache) / C floor" print landlock-floor 1.25
 row "--version / C floor" version landlock-floor
 echo "processes --print spawned on a warm cache: $spawned"

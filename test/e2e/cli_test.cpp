@@ -78,6 +78,19 @@ TEST_F(Cli, HelpShowsExamples) {
     EXPECT_TRUE(contains(r.out, "Examples")) << r.out;
 }
 
+TEST_F(Cli, TopLevelHelpListsEverySubcommandHoweverItIsAsked) {
+    // The main job is parsed without the subcommands defined (they cost start-up time); help,
+    // however it is spelled, must still list them all.
+    for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+             {"--help"}, {"-h"}, {"-vh"}, {"--mode", "read-only", "--help"}, {"--print", "-h", "--", "ls"}}) {
+        const e2e::Result r = dsh(args);
+        EXPECT_EQ(r.status, 0) << args.front() << ": " << r.err;
+        for (const char* sub : {"run", "policy", "classify", "doctor", "session", "landlock-exec", "restricted-token-exec"})
+            EXPECT_TRUE(contains(r.out, std::string("  ") + sub + " ")) << sub << " missing from help:\n" << r.out;
+        EXPECT_FALSE(contains(r.out, "__effect")) << r.out;
+    }
+}
+
 TEST_F(Cli, EverySubcommandsHelpShowsItsOwnExamples) {
     // Each subcommand's --help carries examples of that subcommand, not the top-level ones.
     const std::vector<std::vector<std::string>> subcommands = {
