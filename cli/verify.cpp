@@ -71,8 +71,10 @@ VerifyReport verify_backend(const Backend& backend) {
         return report;
     }
     const std::string other_gid = std::to_string(getegid() == 0 ? 4242 : getegid() + 1);
+#if defined(__linux__)
     std::string hostname;
     std::getline(std::ifstream("/proc/sys/kernel/hostname"), hostname);
+#endif
 
     struct Effect {
         std::string name;
@@ -150,8 +152,9 @@ VerifyReport verify_backend(const Backend& backend) {
             report.effects.push_back({"create a file in the workspace (read-only)", mode_name, true,
                                       before == posix::snapshot_tree(s.base), false, ""});
         }
-        // Pseudo-filesystems: the current hostname written back (so nothing changes even if
-        // it got through), and a file in the host's /dev/shm.
+#if defined(__linux__)
+        // Linux's pseudo-filesystems: the current hostname written back (so nothing changes even
+        // if it got through), and a file in the host's /dev/shm. (macOS has neither.)
         {
             const posix::EffectRun run = run_confined_effect(mode, {"rewrite", "/proc/sys/kernel/hostname"}, nullptr);
             std::string now;
@@ -167,6 +170,7 @@ VerifyReport verify_backend(const Backend& backend) {
             fs::remove(shm, ec);
             report.effects.push_back({"create a file in /dev/shm", mode_name, true, held, false, ""});
         }
+#endif
         {
             posix::Pty pty = posix::open_pty();
             if (pty.master >= 0) {

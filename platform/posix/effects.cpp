@@ -16,12 +16,16 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
+#if defined(__linux__)
+#include <sys/sysmacros.h>  // makedev (in <sys/types.h> elsewhere)
+#endif
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
 #include <termios.h>
 #include <unistd.h>
+
+#include "process.hpp"
 
 namespace dsh::posix {
 namespace {
@@ -40,6 +44,46 @@ int write_to(const std::string& path, int flags, const char* data) {
     return 0;
 }
 
+// The calls whose form differs between Linux and macOS.
+int set_test_xattr(const char* path) {
+#if defined(__APPLE__)
+    return setxattr(path, "user.dsh-confine", "x", 1, 0, 0);
+#else
+    return setxattr(path, "user.dsh-confine", "x", 1, 0);
+#endif
+}
+
+ssize_t list_xattrs_nofollow(const char* path, char* names, std::size_t size) {
+#if defined(__APPLE__)
+    return listxattr(path, names, size, XATTR_NOFOLLOW);
+#else
+    return llistxattr(path, names, size);
+#endif
+}
+
+const timespec& modified_at(const struct stat& st) {
+#if defined(__APPLE__)
+    return st.st_mtimespec;
+#else
+    return st.st_mtim;
+#endif
+}
+
+// posix_fallocate's effect: the file's first SIZE bytes allocated, the file grown to SIZE if it
+// was smaller. Returns 0 or an errno value, as posix_fallocate does.
+int allocate(int fd, off_t size) {
+#if defined(__APPLE__)
+    struct stat st {};
+    if (fstat(fd, &st) != 0) return errno;
+    fstore_t store{F_ALLOCATEALL, F_PEOFPOSMODE, 0, size, 0};
+    if (st.st_size < size && fcntl(fd, F_PREALLOCATE, &store) == -1) return errno;
+    if (st.st_size < size && ftruncate(fd, size) != 0) return errno;
+    return 0;
+#else
+    return posix_fallocate(fd, 0, size);
+#endif
+}
+
 }  // namespace
 
 int perform_effect(const std::string& op, const std::vector<std::string>& a) {
@@ -56,7 +100,7 @@ int perform_effect(const std::string& op, const std::vector<std::string>& a) {
     if (op == "fallocate" && need(1)) {
         const int fd = open(a[0].c_str(), O_RDWR | O_CLOEXEC);
         if (fd < 0) return refused("open " + a[0]);
-        const int rc = posix_fallocate(fd, 0, 1 << 20);
+        const int rc = allocate(fd, 1 << 20);
         close(fd);
         errno = rc;
         return rc == 0 ? 0 : refused("fallocate " + a[0]);
@@ -71,7 +115,7 @@ int perform_effect(const std::string& op, const std::vector<std::string>& a) {
         return utimensat(AT_FDCWD, a[0].c_str(), times, 0) == 0 ? 0 : refused("utimensat " + a[0]);
     }
     if (op == "setxattr" && need(1))
-        return setxattr(a[0].c_str(), "user.dsh-confine", "x", 1, 0) == 0 ? 0 : refused("setxattr " + a[0]);
+        return set_test_xattr(a[0].c_str()) == 0 ? 0 : refused("setxattr " + a[0]);
     if (op == "mkdir" && need(1)) return mkdir(a[0].c_str(), 0755) == 0 ? 0 : refused("mkdir " + a[0]);
     if (op == "rmdir" && need(1)) return rmdir(a[0].c_str()) == 0 ? 0 : refused("rmdir " + a[0]);
     if (op == "unlink" && need(1)) return unlink(a[0].c_str()) == 0 ? 0 : refused("unlink " + a[0]);
@@ -82,7 +126,7 @@ int perform_effect(const std::string& op, const std::vector<std::string>& a) {
     if (op == "mknod" && need(1))
         return mknod(a[0].c_str(), S_IFCHR | 0644, makedev(1, 3)) == 0 ? 0 : refused("mknod " + a[0]);
     if (op == "bind" && need(1)) {
-        const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        const int fd = socket(AF_UNIX, SOCK_STREAM, 0);  // no SOCK_CLOEXEC on macOS; nothing is exec'd here
         sockaddr_un address{};
         address.sun_family = AF_UNIX;
         std::snprintf(address.sun_path, sizeof address.sun_path, "%s", a[0].c_str());
@@ -120,10 +164,10 @@ std::string snapshot_tree(const std::string& path) {
     struct stat st {};
     if (lstat(path.c_str(), &st) != 0) return path + " missing\n";
     out << path << " mode=" << std::oct << st.st_mode << std::dec << " uid=" << st.st_uid << " gid=" << st.st_gid
-        << " size=" << st.st_size << " mtime=" << st.st_mtim.tv_sec << "." << st.st_mtim.tv_nsec
+        << " size=" << st.st_size << " mtime=" << modified_at(st).tv_sec << "." << modified_at(st).tv_nsec
         << " nlink=" << st.st_nlink;
     char names[4096];
-    const ssize_t listed = llistxattr(path.c_str(), names, sizeof names);
+    const ssize_t listed = list_xattrs_nofollow(path.c_str(), names, sizeof names);
     if (listed > 0) out << " xattrs=" << std::string(names, static_cast<std::size_t>(listed)).size();
     if (S_ISREG(st.st_mode)) {
         std::ifstream in(path, std::ios::binary);
@@ -149,7 +193,12 @@ std::string snapshot_tree(const std::string& path) {
 
 Pty open_pty() {
     Pty pty;
+#if defined(__linux__)
     pty.master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+#else
+    pty.master = posix_openpt(O_RDWR | O_NOCTTY);  // POSIX names only these two flags
+    if (pty.master >= 0) fcntl(pty.master, F_SETFD, FD_CLOEXEC);
+#endif
     if (pty.master < 0 || grantpt(pty.master) != 0 || unlockpt(pty.master) != 0) return Pty{};
     const char* name = ptsname(pty.master);
     if (!name) return Pty{};
@@ -169,7 +218,7 @@ int pending_input(const Pty& pty) {
 EffectRun run_effect(const std::vector<std::string>& argv, const Pty* pty, int timeout_ms) {
     EffectRun run;
     int pipe_fds[2];
-    if (pipe2(pipe_fds, O_CLOEXEC) != 0) return run;
+    if (!make_pipe(pipe_fds)) return run;
     const pid_t pid = fork();
     if (pid < 0) return run;
     if (pid == 0) {

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <climits>
 #include <csignal>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
@@ -13,6 +14,10 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#if defined(__APPLE__)
+#include <mach-o/dyld.h>
+#endif
 
 extern char** environ;
 
@@ -74,7 +79,7 @@ void exec_argv(const std::string& path, const std::vector<std::string>& argv) {
 SpawnOutcome spawn_with_timeout(const std::vector<std::string>& argv, int timeout_ms) {
     SpawnOutcome outcome;
     int pipe_fds[2];
-    if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
+    if (!make_pipe(pipe_fds)) {
         outcome.error = std::string("pipe: ") + std::strerror(errno);
         return outcome;
     }
@@ -157,10 +162,39 @@ SpawnOutcome spawn_with_timeout(const std::vector<std::string>& argv, int timeou
 }
 
 std::string self_executable() {
+#if defined(__APPLE__)
+    std::uint32_t size = 0;
+    _NSGetExecutablePath(nullptr, &size);  // asks for the size the path needs
+    std::string path(size, '\0');
+    if (size == 0 || _NSGetExecutablePath(path.data(), &size) != 0) return {};
+    char resolved[PATH_MAX];
+    return realpath(path.c_str(), resolved) ? std::string(resolved) : std::string();
+#else
     char buffer[PATH_MAX + 1];
     const ssize_t n = readlink("/proc/self/exe", buffer, PATH_MAX);
     if (n > 0) return std::string(buffer, static_cast<std::size_t>(n));
     return {};
+#endif
+}
+
+bool make_pipe(int fds[2], bool nonblocking) {
+#if defined(__linux__)
+    return pipe2(fds, O_CLOEXEC | (nonblocking ? O_NONBLOCK : 0)) == 0;
+#else
+    if (pipe(fds) != 0) return false;
+    for (int i = 0; i < 2; ++i) {
+        const bool ok = fcntl(fds[i], F_SETFD, FD_CLOEXEC) == 0 &&
+                        (!nonblocking || fcntl(fds[i], F_SETFL, fcntl(fds[i], F_GETFL) | O_NONBLOCK) == 0);
+        if (!ok) {
+            const int error = errno;
+            close(fds[0]);
+            close(fds[1]);
+            errno = error;
+            return false;
+        }
+    }
+    return true;
+#endif
 }
 
 }  // namespace dsh::posix

@@ -35,7 +35,12 @@ struct SpawnOutcome {
 // which is killed when `timeout_ms` passes.
 SpawnOutcome spawn_with_timeout(const std::vector<std::string>& argv, int timeout_ms);
 
-// The absolute path of the running binary (/proc/self/exe where there is one).
+// The absolute path of the running binary (/proc/self/exe on Linux, the dyld's answer on macOS).
 std::string self_executable();
+
+// pipe(2) with both ends close-on-exec (and non-blocking if asked): pipe2 where there is one,
+// else pipe and fcntl. Without pipe2 the flags are set just after the pipe is made, so a thread
+// forking in between could leak it; dsh-confine forks from its only thread.
+bool make_pipe(int fds[2], bool nonblocking = false);
 
 }  // namespace dsh::posix

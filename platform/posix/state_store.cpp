@@ -81,6 +81,16 @@ std::optional<std::string> read_all_at(int dir, const char* name, const std::str
     return content;
 }
 
+// The appended event on stable storage before it is reported written. On macOS fsync(2) stops
+// at the drive's cache; F_FULLFSYNC goes through it (where the file system refuses it, fsync).
+bool sync_data(int fd) {
+#if defined(__APPLE__)
+    return fcntl(fd, F_FULLFSYNC) == 0 || fsync(fd) == 0;
+#else
+    return fdatasync(fd) == 0;
+#endif
+}
+
 bool write_all(int fd, const std::string& data) {
     std::size_t done = 0;
     while (done < data.size()) {
@@ -239,7 +249,7 @@ void StateDirStorage::append_log(const std::string& id, const std::string& line)
             size = keep;
         }
     }
-    if (!write_all(fd.get(), line) || fdatasync(fd.get()) != 0) {
+    if (!write_all(fd.get(), line) || !sync_data(fd.get())) {
         const int error = errno;
         // Leave no partial event behind: an event is written whole or not at all.
         if (ftruncate(fd.get(), size) != 0) spdlog::warn("{}: could not undo a partial append", shown);

@@ -8,15 +8,19 @@
 #include <cstdlib>
 #include <cstring>
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#if defined(__linux__)
+#include <dirent.h>
+#include <sys/prctl.h>
+#endif
+
 #include <nlohmann/json.hpp>
+
+#include "process.hpp"
 
 namespace dsh::posix {
 namespace {
@@ -26,20 +30,42 @@ int g_wake[2] = {-1, -1};
 
 constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
 
+// Whether a process sent the signal (kill, sigqueue), rather than the terminal or the kernel.
+bool sent_by_a_process(const siginfo_t* info) {
+    if (info == nullptr) return true;
+#if defined(SI_KERNEL)
+    return info->si_code != SI_KERNEL;
+#else
+    return info->si_code == SI_USER || info->si_code == SI_QUEUE;
+#endif
+}
+
 // A signal some process sent us is noted here and forwarded by the main loop, which knows
-// the command's pid. One the terminal raised (SI_KERNEL) has already reached the command,
-// which shares our process group, so it is not sent twice.
+// the command's pid. One the terminal raised has already reached the command, which shares
+// our process group, so it is not sent twice. SIGCHLD only wakes the loop, which then reaps:
+// a self-pipe, so the wait for a child needs nothing beyond POSIX (no pidfd, no kqueue).
 void note_signal(int sig, siginfo_t* info, void*) {
     const int saved = errno;
-    if (!(info && info->si_code == SI_KERNEL)) g_pending.fetch_or(1U << sig);
+    if (sig != SIGCHLD && sent_by_a_process(info)) g_pending.fetch_or(1U << sig);
     if (g_wake[1] >= 0) (void)!write(g_wake[1], "s", 1);
     errno = saved;
+}
+
+void drain(int fd) {
+    char buffer[256];
+    while (read(fd, buffer, sizeof buffer) > 0) {
+    }
 }
 
 // The process a forwarded signal is for. Under bubblewrap that is not bwrap (which dies of
 // most signals without passing them on) nor the sandbox's pid 1 (which ignores them), but
 // pid 1's child: the command itself.
 pid_t signal_target(pid_t child, StartProof proof, const std::string& status) {
+#if !defined(__linux__)
+    (void)proof;
+    (void)status;
+    return child;
+#else
     if (proof != StartProof::BwrapStatus) return child;
     const std::size_t key = status.find("\"child-pid\"");
     if (key == std::string::npos) return child;
@@ -52,6 +78,7 @@ pid_t signal_target(pid_t child, StartProof proof, const std::string& status) {
         std::fclose(file);
     }
     return command > 0 ? static_cast<pid_t>(command) : child;
+#endif
 }
 
 bool write_all(int fd, const char* data, std::size_t size) {
@@ -84,9 +111,14 @@ std::optional<bool> judge_start(StartProof proof, const std::string& status, boo
 }
 
 // Run by the keeper, the subreaper of the command's tree: whatever the command left behind was
-// reparented to it.
-// It is killed and reaped, and so is whatever that leaves in turn, until nothing remains.
+// reparented to it. It is killed and reaped, and so is whatever that leaves in turn, until
+// nothing remains. Where there is no subreaper (macOS), what the command left behind went to
+// launchd instead and is out of reach: the keeper only reaps (docs/backends/macos.md).
 void kill_leftovers() {
+#if !defined(__linux__)
+    while (waitpid(-1, nullptr, WNOHANG) > 0) {
+    }
+#else
     for (int round = 0; round < 64; ++round) {
         bool any = false;
         if (DIR* proc = opendir("/proc")) {
@@ -116,6 +148,7 @@ void kill_leftovers() {
         if (!any) break;
         usleep(1000);
     }
+#endif
 }
 
 // The keeper's reports to dsh-confine, one fixed-size record each: the command's pid once it
@@ -143,8 +176,13 @@ bool read_report(int fd, KeeperReport& report) {
 // whole tree before it exits. (The runner also dies with the keeper, by its parent-death
 // signal.) It ignores the signals dsh-confine forwards, which are for the command.
 [[noreturn]] void keep(char* const* args, int alive, int report, int err_write, int status_write, int pass_fd,
-                       const struct sigaction* saved, const sigset_t& previous) {
+                       const struct sigaction* saved, const struct sigaction& saved_chld, const sigset_t& previous) {
+#if defined(__linux__)
     prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+#endif
+    // The keeper's own wake pipe: SIGCHLD (the handler is inherited, still blocked) says the
+    // command may have ended.
+    if (!make_pipe(g_wake, true)) _exit(125);
     struct sigaction ignore {};
     ignore.sa_handler = SIG_IGN;
     sigemptyset(&ignore.sa_mask);
@@ -155,9 +193,14 @@ bool read_report(int fd, KeeperReport& report) {
     const pid_t keeper = getpid();
     const pid_t command = fork();
     if (command == 0) {
+#if defined(__linux__)
         prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+#endif
         if (getppid() != keeper) _exit(125);
+        close(g_wake[0]);
+        close(g_wake[1]);
         for (std::size_t i = 0; i < sizeof kForwarded / sizeof kForwarded[0]; ++i) sigaction(kForwarded[i], &saved[i], nullptr);
+        sigaction(SIGCHLD, &saved_chld, nullptr);
         dup2(err_write, 2);
         if (status_write >= 0) fcntl(status_write, F_SETFD, 0);  // inherited by the runner only
         if (pass_fd >= 0) fcntl(pass_fd, F_SETFD, 0);
@@ -172,14 +215,14 @@ bool read_report(int fd, KeeperReport& report) {
     const KeeperReport started{'P', command};
     (void)!write(report, &started, sizeof started);
 
-    const int command_fd = static_cast<int>(syscall(SYS_pidfd_open, command, 0));
     int wait_status = 0;
-    bool reaped = false;
+    bool reaped = waitpid(command, &wait_status, WNOHANG) == command;
     while (!reaped) {
-        pollfd fds[2] = {{alive, POLLIN, 0}, {command_fd, POLLIN, 0}};
-        const int ready = poll(fds, 2, command_fd < 0 ? 100 : -1);
+        pollfd fds[2] = {{alive, POLLIN, 0}, {g_wake[0], POLLIN, 0}};
+        const int ready = poll(fds, 2, -1);
         if (ready < 0 && errno != EINTR) break;
         if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) break;  // dsh-confine is gone
+        if (fds[1].revents & POLLIN) drain(g_wake[0]);
         if (waitpid(command, &wait_status, WNOHANG) == command) reaped = true;
     }
     if (!reaped) kill(command, SIGKILL);
@@ -197,17 +240,18 @@ SupervisedRun supervise(std::vector<std::string> argv, StartProof proof, int sta
                         const std::function<void(std::string_view)>& on_stderr, int pass_fd) {
     SupervisedRun run;
     const auto began = std::chrono::steady_clock::now();
-    int err_pipe[2];
+    int err_pipe[2] = {-1, -1};
     int status_pipe[2] = {-1, -1};
-    if (pipe2(err_pipe, O_CLOEXEC) != 0 || pipe2(g_wake, O_CLOEXEC | O_NONBLOCK) != 0) {
+    const auto pipe_failed = [&] {
         run.spawnError = std::string("pipe: ") + std::strerror(errno);
+        for (int* pair : {err_pipe, status_pipe, g_wake})
+            for (int i = 0; i < 2; ++i)
+                if (pair[i] >= 0) close(pair[i]), pair[i] = -1;
         return run;
-    }
+    };
+    if (!make_pipe(err_pipe) || !make_pipe(g_wake, true)) return pipe_failed();
     if (proof != StartProof::None) {
-        if (pipe2(status_pipe, O_CLOEXEC) != 0) {
-            run.spawnError = std::string("pipe: ") + std::strerror(errno);
-            return run;
-        }
+        if (!make_pipe(status_pipe)) return pipe_failed();
         argv[static_cast<std::size_t>(status_fd_slot)] = std::to_string(status_pipe[1]);
     }
     std::vector<char*> args;
@@ -215,10 +259,11 @@ SupervisedRun supervise(std::vector<std::string> argv, StartProof proof, int sta
     for (auto& arg : argv) args.push_back(arg.data());
     args.push_back(nullptr);
 
-    // Block the forwarded signals until the child exists, so none is lost in between.
+    // Block the forwarded signals and SIGCHLD until the child exists, so none is lost in between.
     sigset_t blocked, previous;
     sigemptyset(&blocked);
     for (int sig : kForwarded) sigaddset(&blocked, sig);
+    sigaddset(&blocked, SIGCHLD);
     sigprocmask(SIG_BLOCK, &blocked, &previous);
     struct sigaction action {};
     action.sa_sigaction = note_signal;
@@ -226,16 +271,31 @@ SupervisedRun supervise(std::vector<std::string> argv, StartProof proof, int sta
     sigemptyset(&action.sa_mask);
     struct sigaction saved[sizeof kForwarded / sizeof kForwarded[0]];
     for (std::size_t i = 0; i < sizeof kForwarded / sizeof kForwarded[0]; ++i) sigaction(kForwarded[i], &action, &saved[i]);
-    int alive[2], report[2];
-    if (pipe2(alive, O_CLOEXEC) != 0 || pipe2(report, O_CLOEXEC) != 0) {
-        run.spawnError = std::string("pipe: ") + std::strerror(errno);
+    struct sigaction chld = action, saved_chld {};
+    chld.sa_flags |= SA_NOCLDSTOP;
+    sigaction(SIGCHLD, &chld, &saved_chld);
+    const auto restore_signals = [&] {
+        for (std::size_t i = 0; i < sizeof kForwarded / sizeof kForwarded[0]; ++i) sigaction(kForwarded[i], &saved[i], nullptr);
+        sigaction(SIGCHLD, &saved_chld, nullptr);
         sigprocmask(SIG_SETMASK, &previous, nullptr);
+    };
+    int alive[2] = {-1, -1}, report[2] = {-1, -1};
+    const auto close_pipes = [&] {
+        for (int* pair : {err_pipe, status_pipe, g_wake, alive, report})
+            for (int i = 0; i < 2; ++i)
+                if (pair[i] >= 0) close(pair[i]), pair[i] = -1;
+    };
+    if (!make_pipe(alive) || !make_pipe(report)) {
+        run.spawnError = std::string("pipe: ") + std::strerror(errno);
+        restore_signals();
+        close_pipes();
         return run;
     }
     const pid_t pid = fork();  // the keeper
     if (pid < 0) {
         run.spawnError = std::string("fork: ") + std::strerror(errno);
-        sigprocmask(SIG_SETMASK, &previous, nullptr);
+        restore_signals();
+        close_pipes();
         return run;
     }
     if (pid == 0) {
@@ -245,14 +305,13 @@ SupervisedRun supervise(std::vector<std::string> argv, StartProof proof, int sta
         if (status_pipe[0] >= 0) close(status_pipe[0]);
         close(g_wake[0]);
         close(g_wake[1]);
-        keep(args.data(), alive[0], report[1], err_pipe[1], status_pipe[1], pass_fd, saved, previous);
+        keep(args.data(), alive[0], report[1], err_pipe[1], status_pipe[1], pass_fd, saved, saved_chld, previous);
     }
     run.spawned = true;
     sigprocmask(SIG_SETMASK, &previous, nullptr);
-    close(alive[0]);
-    close(report[1]);
-    close(err_pipe[1]);
-    if (status_pipe[1] >= 0) close(status_pipe[1]);
+    // The keeper's ends (close_pipes closes the rest at the end).
+    for (int* end : {&alive[0], &report[1], &err_pipe[1], &status_pipe[1]})
+        if (*end >= 0) close(*end), *end = -1;
     // The command's pid, which forwarded signals are for (the keeper ignores them).
     KeeperReport first{};
     const pid_t command = read_report(report[0], first) && first.kind == 'P' ? first.value : pid;
@@ -260,27 +319,22 @@ SupervisedRun supervise(std::vector<std::string> argv, StartProof proof, int sta
     std::string status;
     bool err_open = true, status_open = status_pipe[0] >= 0;
     // The command's end is watched apart from its stderr: what it left running may hold the
-    // pipe open, and is ended once the command itself has exited.
-    int child_fd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
-    bool reaped = false;
+    // pipe open, and is ended once the command itself has exited. The keeper's exit is seen by
+    // SIGCHLD on the wake pipe, and checked once before the first wait (it may be long gone).
     int wait_status = 0;
+    bool reaped = waitpid(pid, &wait_status, WNOHANG) == pid;
     char buffer[65536];
     while (err_open || status_open || !reaped) {
-        pollfd fds[4] = {{err_open ? err_pipe[0] : -1, POLLIN, 0},
+        pollfd fds[3] = {{err_open ? err_pipe[0] : -1, POLLIN, 0},
                          {status_open ? status_pipe[0] : -1, POLLIN, 0},
-                         {g_wake[0], POLLIN, 0},
-                         {reaped ? -1 : child_fd, POLLIN, 0}};
-        if (poll(fds, 4, child_fd < 0 && !reaped ? 100 : -1) < 0) {
+                         {g_wake[0], POLLIN, 0}};
+        if (poll(fds, 3, -1) < 0) {
             if (errno == EINTR) continue;
             break;
         }
-        if (!reaped && (child_fd < 0 || (fds[3].revents & POLLIN))) {
-            const pid_t done = waitpid(pid, &wait_status, child_fd < 0 ? WNOHANG : 0);
-            if (done == pid) reaped = true;
-        }
         if (fds[2].revents & POLLIN) {
-            while (read(g_wake[0], buffer, sizeof buffer) > 0) {
-            }
+            drain(g_wake[0]);
+            if (!reaped && waitpid(pid, &wait_status, WNOHANG) == pid) reaped = true;
             const unsigned pending = g_pending.exchange(0);
             if (pending) {
                 const pid_t target = signal_target(command, proof, status);
@@ -303,9 +357,6 @@ SupervisedRun supervise(std::vector<std::string> argv, StartProof proof, int sta
             else if (n == 0 || errno != EINTR) status_open = false;
         }
     }
-    close(err_pipe[0]);
-    if (status_pipe[0] >= 0) close(status_pipe[0]);
-    if (child_fd >= 0) close(child_fd);
     if (!reaped) {
         while (waitpid(pid, &wait_status, 0) < 0 && errno == EINTR) {
         }
@@ -314,12 +365,8 @@ SupervisedRun supervise(std::vector<std::string> argv, StartProof proof, int sta
     // killed, and its death is the run's.
     KeeperReport last{};
     if (read_report(report[0], last) && last.kind == 'W') wait_status = last.value;
-    close(report[0]);
-    close(alive[1]);
-    for (std::size_t i = 0; i < sizeof kForwarded / sizeof kForwarded[0]; ++i) sigaction(kForwarded[i], &saved[i], nullptr);
-    close(g_wake[0]);
-    close(g_wake[1]);
-    g_wake[0] = g_wake[1] = -1;
+    restore_signals();
+    close_pipes();
 
     if (WIFEXITED(wait_status)) run.exitCode = WEXITSTATUS(wait_status);
     else if (WIFSIGNALED(wait_status)) run.signal = WTERMSIG(wait_status);
