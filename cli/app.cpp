@@ -45,26 +45,47 @@ std::optional<std::string> env(const char* name) {
     return std::string(value);
 }
 
-// The XDG base directory spec: a relative $XDG_* value is ignored.
-std::string home_relative(const char* xdg, const char* fallback, const char* what) {
-    if (auto base = env(xdg); base && base->front() == '/') return *base + "/dsh-confine";
-    if (auto home = env("HOME"); home && home->front() == '/') return *home + "/" + fallback + "/dsh-confine";
+std::string joined(const std::string& base, const char* tail) { return (std::filesystem::path(base) / tail).string(); }
+
+// The XDG base directory spec: a relative $XDG_* value is ignored. On Windows, where neither is
+// usually set, %LOCALAPPDATA%\dsh-confine\WINDOWS_LEAF comes last.
+std::string home_relative(const char* xdg, const char* fallback, const char* windows_leaf, const char* what) {
+    if (auto base = env(xdg); base && is_absolute_path(*base)) return joined(*base, "dsh-confine");
+    if (auto home = env("HOME"); home && is_absolute_path(*home)) return joined(joined(*home, fallback), "dsh-confine");
+#if defined(_WIN32)
+    if (auto local = env("LOCALAPPDATA"); local && is_absolute_path(*local))
+        return joined(joined(*local, "dsh-confine"), windows_leaf);
+    throw Error(code::State, std::string("neither $") + xdg + ", $HOME nor %LOCALAPPDATA% is an absolute path: no place for the " + what);
+#else
+    (void)windows_leaf;
     throw Error(code::State, std::string("neither $") + xdg + " nor $HOME is an absolute path: no place for the " + what);
+#endif
+}
+
+// Where dsh-confine's own config directory is, if anywhere: $XDG_CONFIG_HOME/dsh-confine, else
+// ~/.config/dsh-confine, else (Windows) %APPDATA%\dsh-confine.
+std::optional<std::string> config_dir() {
+    if (auto xdg = env("XDG_CONFIG_HOME")) return joined(*xdg, "dsh-confine");
+    if (auto home = env("HOME")) return joined(joined(*home, ".config"), "dsh-confine");
+#if defined(_WIN32)
+    if (auto roaming = env("APPDATA")) return joined(*roaming, "dsh-confine");
+#endif
+    return std::nullopt;
 }
 
 std::string state_dir() {
     if (auto dir = env("DSH_CONFINE_STATE_DIR")) {
-        if (dir->front() != '/') throw Error(code::State, "$DSH_CONFINE_STATE_DIR must be an absolute path, not '" + *dir + "'");
+        if (!is_absolute_path(*dir)) throw Error(code::State, "$DSH_CONFINE_STATE_DIR must be an absolute path, not '" + *dir + "'");
         return *dir;
     }
-    return home_relative("XDG_STATE_HOME", ".local/state", "state directory");
+    return home_relative("XDG_STATE_HOME", ".local/state", "state", "state directory");
 }
 
 }  // namespace
 
 std::optional<std::string> cache_dir() {
     try {
-        return home_relative("XDG_CACHE_HOME", ".cache", "probe cache");
+        return home_relative("XDG_CACHE_HOME", ".cache", "cache", "probe cache");
     } catch (const Error&) {
         return std::nullopt;
     }
@@ -119,8 +140,7 @@ Config load_configuration(const std::string& explicit_file) {
     ConfigLookup lookup;
     if (!explicit_file.empty()) lookup.explicitFile = explicit_file;
     lookup.envFile = env("DSH_CONFINE_CONFIG");
-    if (auto xdg = env("XDG_CONFIG_HOME")) lookup.candidates.push_back(*xdg + "/dsh-confine/config.toml");
-    else if (auto home = env("HOME")) lookup.candidates.push_back(*home + "/.config/dsh-confine/config.toml");
+    if (auto dir = config_dir()) lookup.candidates.push_back(joined(*dir, "config.toml"));
     lookup.candidates.push_back("/etc/dsh-confine/config.toml");
     Config config = load_config(lookup);
     spdlog::debug("config: {}", config.source);
@@ -170,8 +190,7 @@ platform::HostContext host_context(const Config& config) {
     } catch (const Error&) {
     }
     if (auto cache = cache_dir()) own.push_back(*cache);
-    if (auto xdg = env("XDG_CONFIG_HOME")) own.push_back(*xdg + "/dsh-confine");
-    else if (auto home = env("HOME")) own.push_back(*home + "/.config/dsh-confine");
+    if (auto dir = config_dir()) own.push_back(*dir);
     if (config.source != "<built-in>") own.push_back(config.source);
     for (const auto& path : own) {
         std::error_code ec;

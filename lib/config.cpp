@@ -8,6 +8,7 @@
 #include <toml++/toml.h>
 
 #include "error.hpp"
+#include "policy.hpp"
 
 namespace dsh {
 namespace {
@@ -139,7 +140,7 @@ void read_backend(const TableReader& backends, const std::string& name, BackendC
     TableReader reader(backends.file(), *table, "[backend." + name + "]", known);
     if (has_path) {
         if (auto path = reader.string("path")) {
-            if (path->empty() || path->front() != '/')
+            if (!is_absolute_path(*path))
                 reader.bad_value(*reader.find("path"),
                                  "[backend." + name + "] path must be an absolute path");
             out.path = *path;
@@ -233,7 +234,7 @@ Config parse_config(std::string_view text, const std::string& source) {
                                      "' is not a mode; modes: read-only, workspace-write, danger-full-access");
         }
         if (auto root_dir = reader.string("workspace_root")) {
-            if (root_dir->empty() || root_dir->front() != '/')
+            if (!is_absolute_path(*root_dir))
                 reader.bad_value(*reader.find("workspace_root"),
                                  "[sandbox] workspace_root must be an absolute path");
             config.workspaceRoot = *root_dir;

@@ -1,5 +1,6 @@
 #include "policy.hpp"
 
+#include <cctype>
 #include <cerrno>
 #include <filesystem>
 #include <system_error>
@@ -8,10 +9,37 @@
 
 namespace dsh {
 
+bool is_absolute_path(std::string_view path) {
+#if defined(_WIN32)
+    const auto separator = [](char c) { return c == '\\' || c == '/'; };
+    if (path.size() >= 3 && std::isalpha(static_cast<unsigned char>(path[0])) && path[1] == ':' && separator(path[2]))
+        return true;
+    return path.size() >= 3 && separator(path[0]) && separator(path[1]) && !separator(path[2]);
+#else
+    return !path.empty() && path.front() == '/';
+#endif
+}
+
+namespace {
+
+// Whether some existing ancestor of PATH is not a directory.
+bool through_a_file(const std::string& path) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    for (fs::path at = fs::path(path).parent_path(); !at.empty(); at = at.parent_path()) {
+        const fs::file_status status = fs::status(at, ec);
+        if (fs::exists(status)) return !fs::is_directory(status);
+        if (at == at.parent_path()) break;
+    }
+    return false;
+}
+
+}  // namespace
+
 std::string canonical_directory(const std::string& path, const std::string& what) {
     namespace fs = std::filesystem;
     const std::string shown = what + " '" + path + "'";
-    if (path.empty() || path.front() != '/') throw Error(code::WorkspaceRoot, shown + " is not an absolute path");
+    if (!is_absolute_path(path)) throw Error(code::WorkspaceRoot, shown + " is not an absolute path");
     std::error_code ec;
     fs::path resolved = fs::canonical(path, ec);
     if (ec) {
@@ -20,9 +48,10 @@ std::string canonical_directory(const std::string& path, const std::string& what
         std::error_code lec;
         if (ec == std::errc::no_such_file_or_directory && fs::is_symlink(fs::symlink_status(path, lec)))
             throw Error(code::WorkspaceRoot, shown + " is a dangling symlink");
-        if (ec == std::errc::no_such_file_or_directory)
+        // Windows answers "not found" for a path through a file, where POSIX says ENOTDIR.
+        if (ec == std::errc::no_such_file_or_directory && !through_a_file(path))
             throw Error(code::WorkspaceRoot, shown + " does not exist");
-        if (ec == std::errc::not_a_directory)
+        if (ec == std::errc::not_a_directory || ec == std::errc::no_such_file_or_directory)
             throw Error(code::WorkspaceRoot, shown + " has a component that is not a directory");
         throw Error(code::WorkspaceRoot, shown + " cannot be resolved: " + ec.message());
     }

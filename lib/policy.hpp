@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "config.hpp"
@@ -30,12 +31,18 @@ SandboxExecutionPolicy resolve_policy(const SandboxPolicyRequest& request,
                                       const std::optional<SessionPolicyView>& session,
                                       const Config& config, const std::string& process_cwd);
 
+// Whether PATH is absolute by the host's rules: on POSIX systems a leading '/'; on Windows a drive
+// letter followed by a separator (`C:\src`, `C:/src`) or a UNC path (`\\server\share`, `\\?\C:\src`).
+// `/src` and `C:src` are not absolute on Windows: they depend on the current drive or directory.
+bool is_absolute_path(std::string_view path);
+
 // realpath semantics: symlinks resolved before `..`, so `link/..` is the physical parent of
 // the link's target. The path must be absolute, exist, and be a directory. `what` names the
 // path's origin in messages.
 std::string canonical_directory(const std::string& path, const std::string& what);
 
-// The paths (absolute, canonical) that lie inside `root` or are it.
+// The paths (absolute, canonical, POSIX: '/'-separated whatever the host, as Seatbelt's are)
+// that lie inside `root` or are it.
 std::vector<std::string> paths_within(const std::vector<std::string>& paths, const std::string& root);
 
 }  // namespace dsh

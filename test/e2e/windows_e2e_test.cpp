@@ -52,15 +52,6 @@ std::string self_path() {
     return narrow(std::wstring(buffer, n));
 }
 
-// lib/ takes an absolute path to begin with '/': a drive path is passed root-relative
-// ("C:\x" as "/x"), which names the same directory on the current drive.
-std::string as_root_relative(const std::string& path) {
-    std::string out = path.size() > 2 && path[1] == ':' ? path.substr(2) : path;
-    for (auto& c : out)
-        if (c == '\\') c = '/';
-    return out;
-}
-
 struct Result {
     DWORD status = 0;
     std::string out, err;
@@ -148,10 +139,10 @@ private:
 
 // dsh-confine, confining cmd /d /c SCRIPT.
 Result confined(const Scratch& s, const std::string& mode, const std::string& script, const Argv& extra = {}) {
-    Argv argv = {DSH_CONFINE_BINARY, "--mode", mode, "--workspace-root", as_root_relative(s.ws())};
+    Argv argv = {DSH_CONFINE_BINARY, "--mode", mode, "--workspace-root", s.ws()};
     argv.insert(argv.end(), extra.begin(), extra.end());
     argv.insert(argv.end(), {"--", cmd_exe(), "/d", "/c", script});
-    return run(argv, {{"DSH_CONFINE_STATE_DIR", as_root_relative(s.state())}, {"XDG_CACHE_HOME", ""}});
+    return run(argv, {{"DSH_CONFINE_STATE_DIR", s.state()}, {"XDG_CACHE_HOME", ""}});
 }
 
 std::string read(const std::string& path) {
@@ -224,8 +215,8 @@ TEST_F(RestrictedToken, ThePerCallTempDirectoryIsRemovedAfterTheCall) {
 }
 
 TEST_F(RestrictedToken, ASessionsTempDirectoryIsWritable) {
-    const std::vector<std::pair<std::string, std::string>> env = {{"DSH_CONFINE_STATE_DIR", as_root_relative(s.state())}};
-    ASSERT_EQ(run({DSH_CONFINE_BINARY, "session", "start", "s1", "--cwd", as_root_relative(s.ws())}, env).status, 0u);
+    const std::vector<std::pair<std::string, std::string>> env = {{"DSH_CONFINE_STATE_DIR", s.state()}};
+    ASSERT_EQ(run({DSH_CONFINE_BINARY, "session", "start", "s1", "--cwd", s.ws()}, env).status, 0u);
     const Result r = run({DSH_CONFINE_BINARY, "--session", "s1", "--mode", "workspace-write", "--", cmd_exe(), "/d", "/c",
                           "echo s> \"%TEMP%\\s.txt\" && echo TEMP=%TEMP%"},
                          env);
@@ -254,7 +245,7 @@ TEST_F(RestrictedToken, TheExitCodeIsPassedThrough) {
 
 TEST_F(RestrictedToken, ArgumentsArriveAsGiven) {
     const Argv args = {"two words", "", "quote\"inside", "trailing\\", "back\\\\\"slash", "ünïcødé 日本"};
-    Argv argv = {DSH_CONFINE_BINARY, "--mode", "read-only", "--workspace-root", as_root_relative(s.ws()), "--", self_path(),
+    Argv argv = {DSH_CONFINE_BINARY, "--mode", "read-only", "--workspace-root", s.ws(), "--", self_path(),
                  "--print-argv"};
     argv.insert(argv.end(), args.begin(), args.end());
     const Result r = run(argv);
@@ -268,7 +259,7 @@ TEST_F(RestrictedToken, ArgumentsArriveAsGiven) {
 
 TEST_F(RestrictedToken, APrintedPlanConfinesLikeTheExecPath) {
     const Result plan = run({DSH_CONFINE_BINARY, "--print", "--mode", "workspace-write", "--workspace-root",
-                             as_root_relative(s.ws()), "--", cmd_exe(), "/d", "/c", "echo x> \"" + s.outside() + "\\p.txt\""});
+                             s.ws(), "--", cmd_exe(), "/d", "/c", "echo x> \"" + s.outside() + "\\p.txt\""});
     ASSERT_EQ(plan.status, 0u) << plan.err;
     const auto json = nlohmann::json::parse(plan.out);
     EXPECT_EQ(json["backend"], "restricted-token");

@@ -36,10 +36,19 @@ Error config_error(const std::string& text, const std::string& source = "cfg.tom
 bool starts_with(const std::string& text, const std::string& prefix) { return text.rfind(prefix, 0) == 0; }
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
-const char* const kEveryKey = R"(
+// Every key set. The paths are absolute by the host's rules (a drive letter on Windows), in
+// TOML literal strings so a backslash stays as it is.
+#if defined(_WIN32)
+const std::string kRoot = R"(C:\srv\ws)";
+const std::string kBwrapPath = R"(C:\opt\bin\bwrap)";
+#else
+const std::string kRoot = "/srv/ws";
+const std::string kBwrapPath = "/opt/bin/bwrap";
+#endif
+const std::string kEveryKey = R"(
 [sandbox]
 default_mode = "workspace-write"
-workspace_root = "/srv/ws"
+workspace_root = ')" + kRoot + R"('
 
 [provider]
 backends = ["landlock", "bwrap"]
@@ -47,7 +56,7 @@ probe_timeout_ms = 1234
 probe_cache = false
 
 [backend.bwrap]
-path = "/opt/bin/bwrap"
+path = ')" + kBwrapPath + R"('
 informational_lines = ["bwrap: benign one", "bwrap: benign two"]
 
 [backend.landlock]
@@ -59,7 +68,7 @@ TEST(ParseConfig, ReadsDefaultMode) {
 }
 
 TEST(ParseConfig, ReadsWorkspaceRoot) {
-    EXPECT_EQ(parse_config(kEveryKey, "every.toml").workspaceRoot, "/srv/ws");
+    EXPECT_EQ(parse_config(kEveryKey, "every.toml").workspaceRoot, kRoot);
 }
 
 TEST(ParseConfig, ReadsBackendChainInOrder) {
@@ -71,7 +80,7 @@ TEST(ParseConfig, ReadsProbeTimeout) { EXPECT_EQ(parse_config(kEveryKey, "every.
 TEST(ParseConfig, ReadsProbeCache) { EXPECT_FALSE(parse_config(kEveryKey, "every.toml").probeCache); }
 
 TEST(ParseConfig, ReadsBwrapPath) {
-    EXPECT_EQ(parse_config(kEveryKey, "every.toml").bwrap.path, "/opt/bin/bwrap");
+    EXPECT_EQ(parse_config(kEveryKey, "every.toml").bwrap.path, kBwrapPath);
 }
 
 TEST(ParseConfig, ReadsBwrapInformationalLines) {

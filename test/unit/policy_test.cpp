@@ -162,6 +162,26 @@ TEST_F(ResolvePolicy, MissingSessionCwdIsAnError) {
     EXPECT_TRUE(contains(message, "does not exist")) << message;
 }
 
+TEST(IsAbsolutePath, FollowsTheHostsRules) {
+    EXPECT_FALSE(is_absolute_path(""));
+    EXPECT_FALSE(is_absolute_path("relative/dir"));
+    EXPECT_FALSE(is_absolute_path("C:"));
+    EXPECT_FALSE(is_absolute_path("C:src"));  // relative to drive C's current directory
+#if defined(_WIN32)
+    EXPECT_TRUE(is_absolute_path("C:\\src"));
+    EXPECT_TRUE(is_absolute_path("c:/src"));
+    EXPECT_TRUE(is_absolute_path("\\\\server\\share\\dir"));
+    EXPECT_TRUE(is_absolute_path("\\\\?\\C:\\src"));
+    EXPECT_FALSE(is_absolute_path("/srv/ws"));  // rooted, but on the current drive
+    EXPECT_FALSE(is_absolute_path("\\srv"));
+#else
+    EXPECT_TRUE(is_absolute_path("/"));
+    EXPECT_TRUE(is_absolute_path("/srv/ws"));
+    EXPECT_FALSE(is_absolute_path("C:\\src"));
+    EXPECT_FALSE(is_absolute_path("\\\\server\\share"));
+#endif
+}
+
 TEST(CanonicalDirectory, RelativePathIsRefused) {
     const std::string message = workspace_root_error([] { canonical_directory("ws/project", "--workspace-root"); });
     EXPECT_TRUE(contains(message, "is not an absolute path")) << message;
