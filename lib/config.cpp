@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
+#include <utility>
 
 #include <toml++/toml.h>
 
@@ -12,6 +14,97 @@
 
 namespace dsh {
 namespace {
+
+// toml++ before 3.4 (Debian 12 has 3.3.0) reaches a __builtin_unreachable, undefined behaviour,
+// when it asks whether a code point in U+00A1-U+0499, U+2C5E-U+3057 (but U+3000) or
+// U+FB26-U+FEFE is whitespace, which it does between tokens and after a line-ending backslash
+// in a multi-line string (upstream issues marzer/tomlplusplus#190 and #295). So before such a
+// text is parsed, each of those code points is moved to plane 15, U+F0000 + c, which toml++
+// takes like any other non-ASCII character (in comments and strings; elsewhere an error), and
+// every string read back, key, value or message, is moved home. The move keeps one code point
+// for one, so line and column stay right. A text that holds plane-15 code points already
+// could not be told apart, and is refused.
+#if TOML_LIB_MAJOR < 3 || (TOML_LIB_MAJOR == 3 && TOML_LIB_MINOR < 4)
+constexpr bool kShieldCodePoints = true;
+#else
+constexpr bool kShieldCodePoints = false;
+#endif
+constexpr char32_t kPlane15 = 0xF0000;
+
+bool toml_mishandles(char32_t c) {
+    return (c >= 0xA1 && c <= 0x499) || (c >= 0x2C5E && c <= 0x3057 && c != 0x3000) || (c >= 0xFB26 && c <= 0xFEFE);
+}
+
+// The code point a well-formed UTF-8 sequence at TEXT[I] encodes and its length, or 0 and 0.
+std::pair<char32_t, std::size_t> decode(std::string_view text, std::size_t i) {
+    const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[i + k]); };
+    const auto follows = [&](std::size_t k) { return i + k < text.size() && (byte(k) & 0xC0) == 0x80; };
+    const unsigned char b0 = byte(0);
+    if (b0 >= 0xC2 && b0 <= 0xDF && follows(1)) return {((b0 & 0x1FU) << 6) | (byte(1) & 0x3FU), 2};
+    if (b0 >= 0xE0 && b0 <= 0xEF && follows(1) && follows(2)) {
+        const char32_t c = ((b0 & 0x0FU) << 12) | ((byte(1) & 0x3FU) << 6) | (byte(2) & 0x3FU);
+        if (c >= 0x800 && (c < 0xD800 || c > 0xDFFF)) return {c, 3};
+    }
+    if (b0 >= 0xF0 && b0 <= 0xF4 && follows(1) && follows(2) && follows(3)) {
+        const char32_t c =
+            ((b0 & 0x07U) << 18) | ((byte(1) & 0x3FU) << 12) | ((byte(2) & 0x3FU) << 6) | (byte(3) & 0x3FU);
+        if (c >= 0x10000 && c <= 0x10FFFF) return {c, 4};
+    }
+    return {0, 0};
+}
+
+void encode(char32_t c, std::string& out) {
+    if (c < 0x800) {
+        out += static_cast<char>(0xC0 | (c >> 6));
+    } else if (c < 0x10000) {
+        out += static_cast<char>(0xE0 | (c >> 12));
+        out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
+    } else {
+        out += static_cast<char>(0xF0 | (c >> 18));
+        out += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
+        out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
+    }
+    out += static_cast<char>(0x80 | (c & 0x3F));
+}
+
+// Maps each code point for which MOVE answers a new one; everything else is copied byte for byte.
+template <typename Move>
+std::string remap(std::string_view text, Move move) {
+    std::string out;
+    out.reserve(text.size());
+    for (std::size_t i = 0; i < text.size();) {
+        const auto [c, length] = decode(text, i);
+        const char32_t moved = length > 0 ? move(c) : 0;
+        if (moved != 0) {
+            encode(moved, out);
+            i += length;
+        } else {
+            out += text[i++];
+        }
+    }
+    return out;
+}
+
+// TEXT read back from a shielded document (SHIELDED), or from one that was not.
+std::string unshield(std::string_view text, bool shielded) {
+    if (!shielded) return std::string(text);
+    return remap(text, [](char32_t c) { return c >= kPlane15 && c < kPlane15 + 0x10000 ? c - kPlane15 : 0; });
+}
+
+// TEXT shielded, or nothing when it needs no shield.
+std::optional<std::string> shield(std::string_view text, const std::string& source) {
+    bool needed = false, plane15 = false;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const auto [c, length] = decode(text, i);
+        needed = needed || (length > 0 && toml_mishandles(c));
+        plane15 = plane15 || (length > 0 && c >= kPlane15 && c < kPlane15 + 0x10000);
+    }
+    if (!kShieldCodePoints || !needed) return std::nullopt;
+    if (plane15)
+        throw Error(code::Config, source + ": holds code points of plane 15 (U+F0000-U+FFFFF), which this build's "
+                                           "TOML parser cannot be given together with the text's other non-ASCII characters");
+    return remap(text, [](char32_t c) { return toml_mishandles(c) ? c + kPlane15 : 0; });
+}
 
 std::string position(const std::string& file, const toml::source_region& where) {
     return file + ":" + std::to_string(where.begin.line) + ":" + std::to_string(where.begin.column);
@@ -46,9 +139,9 @@ std::string_view type_name(toml::node_type type) {
 // Walks one table, rejecting keys it does not know.
 class TableReader {
 public:
-    TableReader(const std::string& file, const toml::table& table, std::string name,
+    TableReader(const std::string& file, bool shielded, const toml::table& table, std::string name,
                 std::vector<std::string> known)
-        : file_(file), table_(table), name_(std::move(name)), known_(std::move(known)) {
+        : file_(file), shielded_(shielded), table_(table), name_(std::move(name)), known_(std::move(known)) {
         // The first unknown key in the file, not in the table's (sorted) order.
         const toml::key* first = nullptr;
         for (auto&& [key, node] : table_) {
@@ -59,7 +152,7 @@ public:
                 first = &key;
         }
         if (first) {
-            const std::string k(first->str());
+            const std::string k = unshield(first->str(), shielded_);
             std::string message = "unknown key '" + k + "' in " + name_;
             if (auto close = did_you_mean(k, known_)) message += " (did you mean '" + *close + "'?)";
             message += "; known keys: " + join(known_);
@@ -84,7 +177,7 @@ public:
         const toml::node* node = find(key);
         if (!node) return std::nullopt;
         if (!node->is_string()) wrong_type(key, *node, "a string");
-        return *node->value<std::string>();
+        return unshield(*node->value<std::string>(), shielded_);
     }
 
     std::optional<bool> boolean(std::string_view key) const {
@@ -109,7 +202,7 @@ public:
         std::vector<std::string> out;
         for (const toml::node& item : *array) {
             if (!item.is_string()) wrong_type(key, item, "an array of strings");
-            out.push_back(*item.value<std::string>());
+            out.push_back(unshield(*item.value<std::string>(), shielded_));
         }
         return out;
     }
@@ -122,9 +215,11 @@ public:
     }
 
     const std::string& file() const { return file_; }
+    bool shielded() const { return shielded_; }
 
 private:
     const std::string& file_;
+    bool shielded_;
     const toml::table& table_;
     std::string name_;
     std::vector<std::string> known_;
@@ -137,7 +232,7 @@ void read_backend(const TableReader& backends, const std::string& name, BackendC
     std::vector<std::string> known = {"informational_lines"};
     if (has_path) known.insert(known.begin(), "path");
     if (has_abi) known.push_back("max_abi");
-    TableReader reader(backends.file(), *table, "[backend." + name + "]", known);
+    TableReader reader(backends.file(), backends.shielded(), *table, "[backend." + name + "]", known);
     if (has_path) {
         if (auto path = reader.string("path")) {
             if (!is_absolute_path(*path))
@@ -213,19 +308,21 @@ std::optional<std::string> did_you_mean(std::string_view word, const std::vector
 }
 
 Config parse_config(std::string_view text, const std::string& source) {
+    const std::optional<std::string> shielded_text = shield(text, source);
+    const bool shielded = shielded_text.has_value();
     toml::table root;
     try {
-        root = toml::parse(text, source);
+        root = toml::parse(shielded ? std::string_view(*shielded_text) : text, source);
     } catch (const toml::parse_error& e) {
-        config_error(source, e.source(), std::string(e.description()));
+        config_error(source, e.source(), unshield(e.description(), shielded));
     }
 
     Config config;
     config.source = source;
-    TableReader top(source, root, "the top level", {"sandbox", "provider", "backend"});
+    TableReader top(source, shielded, root, "the top level", {"sandbox", "provider", "backend"});
 
     if (const toml::table* sandbox = top.table("sandbox")) {
-        TableReader reader(source, *sandbox, "[sandbox]", {"default_mode", "workspace_root"});
+        TableReader reader(source, shielded, *sandbox, "[sandbox]", {"default_mode", "workspace_root"});
         if (auto mode = reader.string("default_mode")) {
             config.defaultMode = parse_sandbox_mode(*mode);
             if (!config.defaultMode)
@@ -242,7 +339,7 @@ Config parse_config(std::string_view text, const std::string& source) {
     }
 
     if (const toml::table* provider = top.table("provider")) {
-        TableReader reader(source, *provider, "[provider]", {"backends", "probe_timeout_ms", "probe_cache"});
+        TableReader reader(source, shielded, *provider, "[provider]", {"backends", "probe_timeout_ms", "probe_cache"});
         if (auto chain = reader.strings("backends")) {
             const toml::node& node = *reader.find("backends");
             if (chain->empty()) reader.bad_value(node, "[provider] backends must name at least one backend");
@@ -265,7 +362,7 @@ Config parse_config(std::string_view text, const std::string& source) {
     }
 
     if (const toml::table* backend = top.table("backend")) {
-        TableReader reader(source, *backend, "[backend]", known_backend_names());
+        TableReader reader(source, shielded, *backend, "[backend]", known_backend_names());
         read_backend(reader, "bwrap", config.bwrap, true);
         read_backend(reader, "landlock", config.landlock, false, true);
         read_backend(reader, "seatbelt", config.seatbelt, true);

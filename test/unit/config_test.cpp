@@ -94,6 +94,51 @@ TEST(ParseConfig, ReadsLandlockInformationalLines) {
     EXPECT_EQ(config.backend("landlock").informationalLines, std::vector<std::string>{"landlock: benign"});
 }
 
+// Non-ASCII text: toml++ 3.3.0 has undefined behaviour on some of these code points (the
+// Latin-1 supplement, Cyrillic, U+2C5E-U+3057, U+FB26-U+FEFE) where it checks for whitespace;
+// parse_config moves them out of its way and back. These cases reach those checks.
+TEST(ParseConfig, NonAsciiTextComesBackAsWritten) {
+    const std::string text =
+        "# Réglages: écrire où l'on veut — Привет\n"
+        "[backend.bwrap]\n"
+        "informational_lines = [\"bwrap: déjà vu\", \"Ошибка ⸰ אּﭐ\", '''literal ©''', \"\"\"one \\\n"
+        "    élan\"\"\"]\n";
+    const Config config = parse_config(text, "text.toml");
+    EXPECT_EQ(config.bwrap.informationalLines,
+              (std::vector<std::string>{"bwrap: déjà vu", "Ошибка ⸰ אּﭐ", "literal ©", "one élan"}));
+}
+
+TEST(ParseConfig, NonAsciiWhereAValueShouldBeIsAnErrorWithItsPosition) {
+    // After `=`, toml++ asks whether 'é' is whitespace: the case that was undefined behaviour.
+    const Error e = config_error("[sandbox]\ndefault_mode = é\n");
+    EXPECT_TRUE(starts_with(e.what(), "cfg.toml:2:16: ")) << e.what();
+    EXPECT_EQ(std::string(e.what()).find("\xf3\xb0"), std::string::npos) << "a moved code point leaked: " << e.what();
+}
+
+TEST(ParseConfig, NonAsciiValuesInMessagesAreAsWritten) {
+    const Error e = config_error("[sandbox]\ndefault_mode = \"lecture-séule\"\n");
+    EXPECT_TRUE(contains(e.what(), "'lecture-séule' is not a mode")) << e.what();
+    const Error key = config_error("[sandbox]\n\"modé\" = 1\n");
+    EXPECT_TRUE(contains(key.what(), "unknown key 'modé'")) << key.what();
+}
+
+TEST(ParseConfig, ColumnsCountTheSameAfterNonAsciiText) {
+    // The error is the stray `x` after the string; moving 'é' must not shift its column.
+    const auto where = [](const Error& e) { return std::string(e.what()).substr(0, std::string(e.what()).find(": ")); };
+    const Error moved = config_error("[sandbox]\ndefault_mode = \"ééé\" x\n");
+    const Error kept = config_error("[sandbox]\ndefault_mode = \"ÿÿÿ\" x\n");  // U+00FF is moved too
+    const Error other = config_error("[sandbox]\ndefault_mode = \"ㄱㄱㄱ\" x\n");  // U+3131: never moved
+    EXPECT_EQ(where(moved), where(other)) << moved.what() << " | " << other.what();
+    EXPECT_EQ(where(kept), where(other)) << kept.what() << " | " << other.what();
+}
+
+TEST(ParseConfig, PlaneFifteenTogetherWithMovedCodePointsIsRefused) {
+    const Error e = config_error("# é \xf3\xb0\x80\x80\n");
+    EXPECT_TRUE(contains(e.what(), "plane 15")) << e.what();
+    // Alone, a plane-15 code point is ordinary text.
+    EXPECT_NO_THROW(parse_config("# \xf3\xb0\x80\x80\n", "cfg.toml"));
+}
+
 TEST(ParseConfig, RecordsItsSource) { EXPECT_EQ(parse_config(kEveryKey, "every.toml").source, "every.toml"); }
 
 TEST(ParseConfig, EmptyDocumentGivesDefaults) {
