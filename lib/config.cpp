@@ -23,7 +23,7 @@ namespace {
 // takes like any other non-ASCII character (in comments and strings; elsewhere an error), and
 // every string read back, key, value or message, is moved home. The move keeps one code point
 // for one, so line and column stay right. A text that holds plane-15 code points already
-// could not be told apart, and is refused.
+// could not be told apart, and is refused (raw or as a `\U000F` escape).
 #if TOML_LIB_MAJOR < 3 || (TOML_LIB_MAJOR == 3 && TOML_LIB_MINOR < 4)
 constexpr bool kShieldCodePoints = true;
 #else
@@ -88,7 +88,9 @@ std::string remap(std::string_view text, Move move) {
 // TEXT read back from a shielded document (SHIELDED), or from one that was not.
 std::string unshield(std::string_view text, bool shielded) {
     if (!shielded) return std::string(text);
-    return remap(text, [](char32_t c) { return c >= kPlane15 && c < kPlane15 + 0x10000 ? c - kPlane15 : 0; });
+    return remap(text, [](char32_t c) {
+        return c >= kPlane15 && c < kPlane15 + 0x10000 && toml_mishandles(c - kPlane15) ? c - kPlane15 : 0;
+    });
 }
 
 // TEXT shielded, or nothing when it needs no shield.
@@ -100,6 +102,8 @@ std::optional<std::string> shield(std::string_view text, const std::string& sour
         plane15 = plane15 || (length > 0 && c >= kPlane15 && c < kPlane15 + 0x10000);
     }
     if (!kShieldCodePoints || !needed) return std::nullopt;
+    // A `\U000F....` escape makes a plane-15 code point too, which could not be told apart either.
+    plane15 = plane15 || text.find("\\U000F") != std::string_view::npos || text.find("\\U000f") != std::string_view::npos;
     if (plane15)
         throw Error(code::Config, source + ": holds code points of plane 15 (U+F0000-U+FFFFF), which this build's "
                                            "TOML parser cannot be given together with the text's other non-ASCII characters");

@@ -75,7 +75,7 @@ int allocate(int fd, off_t size) {
 #if defined(__APPLE__)
     struct stat st {};
     if (fstat(fd, &st) != 0) return errno;
-    fstore_t store{F_ALLOCATEALL, F_PEOFPOSMODE, 0, size, 0};
+    fstore_t store{F_ALLOCATEALL, F_PEOFPOSMODE, 0, size - st.st_size, 0};  // counted from the end of file
     if (st.st_size < size && fcntl(fd, F_PREALLOCATE, &store) == -1) return errno;
     if (st.st_size < size && ftruncate(fd, size) != 0) return errno;
     return 0;
@@ -126,7 +126,11 @@ int perform_effect(const std::string& op, const std::vector<std::string>& a) {
     if (op == "mknod" && need(1))
         return mknod(a[0].c_str(), S_IFCHR | 0644, makedev(1, 3)) == 0 ? 0 : refused("mknod " + a[0]);
     if (op == "bind" && need(1)) {
-        const int fd = socket(AF_UNIX, SOCK_STREAM, 0);  // no SOCK_CLOEXEC on macOS; nothing is exec'd here
+#if defined(SOCK_CLOEXEC)
+        const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+#else
+        const int fd = socket(AF_UNIX, SOCK_STREAM, 0);  // nothing is exec'd before it is closed
+#endif
         sockaddr_un address{};
         address.sun_family = AF_UNIX;
         std::snprintf(address.sun_path, sizeof address.sun_path, "%s", a[0].c_str());

@@ -189,6 +189,7 @@ bool make_pipe(int fds[2], bool nonblocking) {
             const int error = errno;
             close(fds[0]);
             close(fds[1]);
+            fds[0] = fds[1] = -1;
             errno = error;
             return false;
         }

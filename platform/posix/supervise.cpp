@@ -36,7 +36,9 @@ bool sent_by_a_process(const siginfo_t* info) {
 #if defined(SI_KERNEL)
     return info->si_code != SI_KERNEL;
 #else
-    return info->si_code == SI_USER || info->si_code == SI_QUEUE;
+    // Elsewhere (macOS) what kill(2) puts in si_code has varied; a sender's pid is there either
+    // way, and a signal the terminal raised has none.
+    return info->si_pid != 0 || info->si_code == SI_USER || info->si_code == SI_QUEUE;
 #endif
 }
 
@@ -188,7 +190,10 @@ bool read_report(int fd, KeeperReport& report) {
     sigemptyset(&ignore.sa_mask);
     for (int sig : kForwarded)
         if (sig != SIGWINCH) sigaction(sig, &ignore, nullptr);
-    sigprocmask(SIG_SETMASK, &previous, nullptr);
+    // The caller's mask, but SIGCHLD open whatever it was: the wait depends on it.
+    sigset_t waiting = previous;
+    sigdelset(&waiting, SIGCHLD);
+    sigprocmask(SIG_SETMASK, &waiting, nullptr);
 
     const pid_t keeper = getpid();
     const pid_t command = fork();
@@ -201,6 +206,7 @@ bool read_report(int fd, KeeperReport& report) {
         close(g_wake[1]);
         for (std::size_t i = 0; i < sizeof kForwarded / sizeof kForwarded[0]; ++i) sigaction(kForwarded[i], &saved[i], nullptr);
         sigaction(SIGCHLD, &saved_chld, nullptr);
+        sigprocmask(SIG_SETMASK, &previous, nullptr);  // the runner gets the caller's mask as it was
         dup2(err_write, 2);
         if (status_write >= 0) fcntl(status_write, F_SETFD, 0);  // inherited by the runner only
         if (pass_fd >= 0) fcntl(pass_fd, F_SETFD, 0);
@@ -308,7 +314,9 @@ SupervisedRun supervise(std::vector<std::string> argv, StartProof proof, int sta
         keep(args.data(), alive[0], report[1], err_pipe[1], status_pipe[1], pass_fd, saved, saved_chld, previous);
     }
     run.spawned = true;
-    sigprocmask(SIG_SETMASK, &previous, nullptr);
+    sigset_t waiting = previous;  // SIGCHLD open until the end, even if the caller had blocked it
+    sigdelset(&waiting, SIGCHLD);
+    sigprocmask(SIG_SETMASK, &waiting, nullptr);
     // The keeper's ends (close_pipes closes the rest at the end).
     for (int* end : {&alive[0], &report[1], &err_pipe[1], &status_pipe[1]})
         if (*end >= 0) close(*end), *end = -1;
@@ -328,10 +336,15 @@ SupervisedRun supervise(std::vector<std::string> argv, StartProof proof, int sta
         pollfd fds[3] = {{err_open ? err_pipe[0] : -1, POLLIN, 0},
                          {status_open ? status_pipe[0] : -1, POLLIN, 0},
                          {g_wake[0], POLLIN, 0}};
-        if (poll(fds, 3, -1) < 0) {
+        // Once the keeper is gone, what is left in the pipes is read without waiting for their
+        // end: on Linux the keeper killed every writer first, but where it cannot (macOS) a
+        // process the command left behind may hold them open.
+        const int ready = poll(fds, 3, reaped ? 0 : -1);
+        if (ready < 0) {
             if (errno == EINTR) continue;
             break;
         }
+        if (ready == 0) break;
         if (fds[2].revents & POLLIN) {
             drain(g_wake[0]);
             if (!reaped && waitpid(pid, &wait_status, WNOHANG) == pid) reaped = true;

@@ -432,6 +432,30 @@ void expect_tree_dies_with_run(const std::string& backend, const e2e::RunOptions
     if (!gone) e2e::run_program({"/usr/bin/pkill", "-KILL", "-f", marker});
 }
 
+// A caller that blocked SIGCHLD (a mask survives exec): run waits for the command by SIGCHLD,
+// so it must open it for itself, and hand the command the caller's mask unchanged.
+void expect_run_with_sigchld_blocked(const std::string& backend, e2e::RunOptions options) {
+    options.prefix = {"/usr/bin/python3", "-c",
+                      "import os, signal, sys; signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD}); "
+                      "os.execv(sys.argv[1], sys.argv[1:])"};
+    options.timeoutMs = 30000;
+    // grep itself, not through a shell: dash clears the mask it starts with.
+    const e2e::Result r =
+        e2e::run({"run", "--backend", backend, "--mode", "read-only", "--", "/bin/grep", "SigBlk", "/proc/self/status"}, options);
+    EXPECT_EQ(r.status, 0) << "stderr: " << r.err;
+    if (backend == "landlock") {
+        // SIGCHLD is signal 17: bit 16 of the mask, 0x10000.
+        const std::size_t colon = r.out.find(':');
+        ASSERT_NE(colon, std::string::npos) << r.out;
+        const unsigned long long mask = std::stoull(r.out.substr(colon + 1), nullptr, 16);
+        EXPECT_NE(mask & 0x10000ULL, 0ULL) << "the command did not get the caller's mask: " << r.out;
+    }
+}
+
+TEST_F(RunLandlock, ACallerThatBlockedSigchldStillGetsTheResult) { expect_run_with_sigchld_blocked("landlock", options()); }
+
+TEST_F(RunBwrap, ACallerThatBlockedSigchldStillGetsTheResult) { expect_run_with_sigchld_blocked("bwrap", options()); }
+
 TEST_F(RunLandlock, TheConfinedTreeDiesWhenRunIsKilled) {
     expect_tree_dies_with_run("landlock", options(), scratch / "stderr", "dsh-orphan-landlock-" + std::to_string(getpid()));
 }

@@ -135,8 +135,13 @@ TEST(ParseConfig, ColumnsCountTheSameAfterNonAsciiText) {
 TEST(ParseConfig, PlaneFifteenTogetherWithMovedCodePointsIsRefused) {
     const Error e = config_error("# é \xf3\xb0\x80\x80\n");
     EXPECT_TRUE(contains(e.what(), "plane 15")) << e.what();
-    // Alone, a plane-15 code point is ordinary text.
+    // So is one written as an escape, which would otherwise come back as the moved 'é'.
+    const Error escape = config_error("# é\n[backend.bwrap]\ninformational_lines = [\"\\U000F00E9\"]\n");
+    EXPECT_TRUE(contains(escape.what(), "plane 15")) << escape.what();
+    // Alone, a plane-15 code point is ordinary text, escaped or not.
     EXPECT_NO_THROW(parse_config("# \xf3\xb0\x80\x80\n", "cfg.toml"));
+    EXPECT_EQ(parse_config("[backend.bwrap]\ninformational_lines = [\"\\U000F00E9\"]\n", "cfg.toml").bwrap.informationalLines,
+              std::vector<std::string>{"\xf3\xb0\x83\xa9"});
 }
 
 TEST(ParseConfig, RecordsItsSource) { EXPECT_EQ(parse_config(kEveryKey, "every.toml").source, "every.toml"); }
