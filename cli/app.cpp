@@ -507,7 +507,6 @@ Exit status: the command's own; 125 when dsh-confine itself failed (nothing ran)
 // The subcommands and the values their options fill (docs/performance.md: building a dozen option
 // tables the call never parses was a measurable part of start-up).
 struct Subcommands {
-    bool all = false;  // every subcommand was added (help lists them all)
     CLI::App* run = nullptr;
     CLI::App* policy = nullptr;
     CLI::App* classify = nullptr;
@@ -534,11 +533,11 @@ struct Subcommands {
 
 bool parsed(const CLI::App* sub) { return sub != nullptr && sub->parsed(); }
 
-// Adds the subcommands LINE names, or all the others when LINE is null (for help). A subcommand
+// Adds the subcommands LINE names, or all the others when LINE is null (for help; one already
+// added is not added again). A subcommand
 // whose name is not on the command line can never be parsed, so leaving it out changes nothing
 // but the cost: the main job, `dsh-confine [OPTIONS] -- PROGRAM`, builds none of them.
 void add_subcommands(CLI::App& app, Subcommands& c, const CommandLine* line) {
-    c.all = line == nullptr;
     const auto wanted = [line](std::string_view name) {
         if (line == nullptr) return true;
         for (std::size_t i = 1; i < line->front.size(); ++i)
@@ -672,10 +671,10 @@ int run(int argc, char** argv) {
     try {
         app.parse(static_cast<int>(line.front.size()), line.front.data());
     } catch (const CLI::CallForHelp& e) {
-        if (!c.all) add_subcommands(app, c, nullptr);
+        add_subcommands(app, c, nullptr);
         return app.exit(e);
     } catch (const CLI::CallForAllHelp& e) {
-        if (!c.all) add_subcommands(app, c, nullptr);
+        add_subcommands(app, c, nullptr);
         return app.exit(e);
     } catch (const CLI::CallForVersion& e) {
         return app.exit(e);

@@ -22,8 +22,8 @@ namespace {
 // text is parsed, each of those code points is moved to plane 15, U+F0000 + c, which toml++
 // takes like any other non-ASCII character (in comments and strings; elsewhere an error), and
 // every string read back, key, value or message, is moved home. The move keeps one code point
-// for one, so line and column stay right. A text that holds plane-15 code points already
-// could not be told apart, and is refused (raw or as a `\U000F` escape).
+// for one, so line and column stay right. A text that already holds a code point that would be
+// moved home could not be told apart, and is refused (raw, or as any `\U000F` escape).
 #if TOML_LIB_MAJOR < 3 || (TOML_LIB_MAJOR == 3 && TOML_LIB_MINOR < 4)
 constexpr bool kShieldCodePoints = true;
 #else
@@ -85,26 +85,31 @@ std::string remap(std::string_view text, Move move) {
     return out;
 }
 
+// Where a shielded code point came from: C moved home, or 0 when C is not one the shield makes.
+char32_t home_of(char32_t c) {
+    return c >= kPlane15 && c < kPlane15 + 0x10000 && toml_mishandles(c - kPlane15) ? c - kPlane15 : 0;
+}
+
 // TEXT read back from a shielded document (SHIELDED), or from one that was not.
 std::string unshield(std::string_view text, bool shielded) {
     if (!shielded) return std::string(text);
-    return remap(text, [](char32_t c) {
-        return c >= kPlane15 && c < kPlane15 + 0x10000 && toml_mishandles(c - kPlane15) ? c - kPlane15 : 0;
-    });
+    return remap(text, home_of);
 }
 
 // TEXT shielded, or nothing when it needs no shield.
 std::optional<std::string> shield(std::string_view text, const std::string& source) {
-    bool needed = false, plane15 = false;
-    for (std::size_t i = 0; i < text.size(); ++i) {
+    if (!kShieldCodePoints) return std::nullopt;
+    bool needed = false, ambiguous = false;
+    for (std::size_t i = 0; i < text.size();) {
         const auto [c, length] = decode(text, i);
         needed = needed || (length > 0 && toml_mishandles(c));
-        plane15 = plane15 || (length > 0 && c >= kPlane15 && c < kPlane15 + 0x10000);
+        ambiguous = ambiguous || (length > 0 && home_of(c) != 0);
+        i += length > 0 ? length : 1;
     }
-    if (!kShieldCodePoints || !needed) return std::nullopt;
-    // A `\U000F....` escape makes a plane-15 code point too, which could not be told apart either.
-    plane15 = plane15 || text.find("\\U000F") != std::string_view::npos || text.find("\\U000f") != std::string_view::npos;
-    if (plane15)
+    if (!needed) return std::nullopt;
+    // A `\U000F....` escape can make such a code point too (its digits are not worth decoding).
+    ambiguous = ambiguous || text.find("\\U000F") != std::string_view::npos || text.find("\\U000f") != std::string_view::npos;
+    if (ambiguous)
         throw Error(code::Config, source + ": holds code points of plane 15 (U+F0000-U+FFFFF), which this build's "
                                            "TOML parser cannot be given together with the text's other non-ASCII characters");
     return remap(text, [](char32_t c) { return toml_mishandles(c) ? c + kPlane15 : 0; });

@@ -246,13 +246,15 @@ SupervisedRun supervise(std::vector<std::string> argv, StartProof proof, int sta
                         const std::function<void(std::string_view)>& on_stderr, int pass_fd) {
     SupervisedRun run;
     const auto began = std::chrono::steady_clock::now();
-    int err_pipe[2] = {-1, -1};
-    int status_pipe[2] = {-1, -1};
-    const auto pipe_failed = [&] {
-        run.spawnError = std::string("pipe: ") + std::strerror(errno);
-        for (int* pair : {err_pipe, status_pipe, g_wake})
+    int err_pipe[2] = {-1, -1}, status_pipe[2] = {-1, -1}, alive[2] = {-1, -1}, report[2] = {-1, -1};
+    const auto close_pipes = [&] {
+        for (int* pair : {err_pipe, status_pipe, g_wake, alive, report})
             for (int i = 0; i < 2; ++i)
                 if (pair[i] >= 0) close(pair[i]), pair[i] = -1;
+    };
+    const auto pipe_failed = [&] {
+        run.spawnError = std::string("pipe: ") + std::strerror(errno);
+        close_pipes();
         return run;
     };
     if (!make_pipe(err_pipe) || !make_pipe(g_wake, true)) return pipe_failed();
@@ -285,17 +287,9 @@ SupervisedRun supervise(std::vector<std::string> argv, StartProof proof, int sta
         sigaction(SIGCHLD, &saved_chld, nullptr);
         sigprocmask(SIG_SETMASK, &previous, nullptr);
     };
-    int alive[2] = {-1, -1}, report[2] = {-1, -1};
-    const auto close_pipes = [&] {
-        for (int* pair : {err_pipe, status_pipe, g_wake, alive, report})
-            for (int i = 0; i < 2; ++i)
-                if (pair[i] >= 0) close(pair[i]), pair[i] = -1;
-    };
     if (!make_pipe(alive) || !make_pipe(report)) {
-        run.spawnError = std::string("pipe: ") + std::strerror(errno);
         restore_signals();
-        close_pipes();
-        return run;
+        return pipe_failed();
     }
     const pid_t pid = fork();  // the keeper
     if (pid < 0) {
