@@ -643,6 +643,19 @@ void add_subcommands(CLI::App& app, Subcommands& c, const CommandLine* line) {
     }
 }
 
+// Help lists subcommands in the order they were added. The top level's help (no subcommand
+// selected) drops the ones the command line happened to name, say as an option's value
+// (`--session doctor --help`), and adds every one afresh in its own order.
+void add_subcommands_for_help(CLI::App& app, Subcommands& c) {
+    if (app.get_subcommands().empty()) {
+        for (CLI::App** sub : {&c.run, &c.policy, &c.classify, &c.doctor, &c.session, &c.landlock, &c.token, &c.effect}) {
+            if (*sub != nullptr) app.remove_subcommand(*sub);
+            *sub = nullptr;
+        }
+    }
+    add_subcommands(app, c, nullptr);
+}
+
 }  // namespace
 
 int run(int argc, char** argv) {
@@ -671,10 +684,10 @@ int run(int argc, char** argv) {
     try {
         app.parse(static_cast<int>(line.front.size()), line.front.data());
     } catch (const CLI::CallForHelp& e) {
-        add_subcommands(app, c, nullptr);
+        add_subcommands_for_help(app, c);
         return app.exit(e);
     } catch (const CLI::CallForAllHelp& e) {
-        add_subcommands(app, c, nullptr);
+        add_subcommands_for_help(app, c);
         return app.exit(e);
     } catch (const CLI::CallForVersion& e) {
         return app.exit(e);
