@@ -7,7 +7,11 @@
  *
  *   landlock_floor PROGRAM [ARG...]
  *
- * Built with LANDLOCK_FLOOR_NO_MAIN, it is the Landlock half of stack_floor.cpp. */
+ * Built with LANDLOCK_FLOOR_NO_MAIN, it is the Landlock half of stack_floor.cpp. Built with
+ * LANDLOCK_FLOOR_HARDENED (landlock_floor_hardened), it also does the two things dsh-confine's
+ * exec path adds to the ruleset: every capability dropped (bounding set, ambient, securebits,
+ * capset; only when it holds any) and the terminal guard (a seccomp filter refusing TIOCSTI and
+ * TIOCLINUX). That row shows what the security work costs, apart from the C++ stack. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -17,6 +21,15 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#ifdef LANDLOCK_FLOOR_HARDENED
+#include <stddef.h>
+#include <linux/audit.h>
+#include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <linux/securebits.h>
+#include <sys/ioctl.h>
+#endif
 
 #ifndef SYS_landlock_create_ruleset
 #define SYS_landlock_create_ruleset 444
@@ -48,6 +61,61 @@ static int add_rule(int ruleset, const char* path, uint64_t access) {
     return rc == 0 ? 0 : -1;
 }
 
+#ifdef LANDLOCK_FLOOR_HARDENED
+#ifndef PR_CAP_AMBIENT
+#define PR_CAP_AMBIENT 47
+#define PR_CAP_AMBIENT_CLEAR_ALL 4
+#endif
+#if defined(__x86_64__)
+#define FLOOR_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define FLOOR_ARCH AUDIT_ARCH_AARCH64
+#endif
+
+static int drop_capabilities(void) {
+    struct __user_cap_header_struct header = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct data[2] = {{0}};
+    if (syscall(SYS_capget, &header, data) != 0) return -1;
+    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+    if (data[0].permitted | data[1].permitted | data[0].effective | data[1].effective) {
+        if (prctl(PR_SET_SECUREBITS, SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
+                                         SECBIT_NO_SETUID_FIXUP_LOCKED, 0, 0, 0) != 0)
+            return -1;
+        int last = 40;
+        FILE* f = fopen("/proc/sys/kernel/cap_last_cap", "r");
+        if (f) {
+            if (fscanf(f, "%d", &last) != 1) last = 40;
+            fclose(f);
+        }
+        for (int cap = 0; cap <= last; ++cap)
+            if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno != EINVAL) return -1;
+    }
+    struct __user_cap_data_struct none[2] = {{0}};
+    return (int)syscall(SYS_capset, &header, none);
+}
+
+static int install_terminal_guard(void) {
+    struct sock_filter filter[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, FLOOR_ARCH, 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+#if defined(__x86_64__)
+        BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000U, 0, 1), /* the x32 ABI */
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+#endif
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_ioctl, 0, 4),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[1])),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TIOCSTI, 1, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TIOCLINUX, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog program = {sizeof filter / sizeof filter[0], filter};
+    return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program, 0, 0);
+}
+#endif
+
 int landlock_floor_exec(int argc, char** argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: landlock_floor PROGRAM [ARG...]\n");
@@ -67,6 +135,10 @@ int landlock_floor_exec(int argc, char** argv) {
     for (size_t i = 0; i < sizeof sinks / sizeof sinks[0]; ++i)
         if (add_rule(ruleset, sinks[i], (READ_FILE | WRITE_FILE | TRUNCATE | IOCTL_DEV) & handled) != 0) return fail(sinks[i]);
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return fail("no_new_privs");
+#ifdef LANDLOCK_FLOOR_HARDENED
+    if (install_terminal_guard() != 0) return fail("seccomp terminal guard");
+    if (drop_capabilities() != 0) return fail("dropping capabilities");
+#endif
     if (syscall(SYS_landlock_restrict_self, ruleset, 0) != 0) return fail("landlock_restrict_self");
     close(ruleset);
     execv(argv[1], argv + 1);

@@ -32,13 +32,14 @@ mkdir -p "$work/ws"
 cd "$work/ws" || exit 2
 
 # The two C helpers: from the build when test/bench was built, else compiled here.
-helper() {
-    local name=$1
+helper() {  # name [source [cc flags]]
+    local name=$1 source=${2:-$1}
     if [ -x "$build/test/bench/$name" ]; then echo "$build/test/bench/$name"; return; fi
-    ${CC:-cc} -O2 -o "$work/$name" "$here/$name.c" 2>"$work/$name.log" && echo "$work/$name"
+    ${CC:-cc} -O2 "${@:3}" -o "$work/$name" "$here/$source.c" 2>"$work/$name.log" && echo "$work/$name"
 }
 alternate=$(helper alternate) || { echo "run.sh: cannot build alternate.c (set CC)" >&2; exit 2; }
 floor=$(helper landlock_floor) || floor=
+hardened_floor=$(helper landlock_floor_hardened landlock_floor -DLANDLOCK_FLOOR_HARDENED) || hardened_floor=
 # The same floor on the project's C++ stack (CLI11, spdlog, static libstdc++): only from a build.
 stack_floor=$build/test/bench/stack_floor
 [ -x "$stack_floor" ] || stack_floor=
@@ -74,6 +75,8 @@ if runs "$bin" --backend landlock --mode read-only -- "$true_bin" && [ -n "$floo
     eval "landlock_argv=($("$bin" --backend landlock --print --format shell --mode read-only -- "$true_bin"))"
     commands+=(::: landlock-floor "$floor" "$true_bin" ::: landlock-runner "${landlock_argv[@]}"
                ::: landlock-exec "$bin" --backend landlock --mode read-only -- "$true_bin")
+    [ -n "$hardened_floor" ] && runs "$hardened_floor" "$true_bin" &&
+        commands+=(::: hardened-floor "$hardened_floor" "$true_bin")
     [ -n "$stack_floor" ] && runs "$stack_floor" --backend landlock --mode read-only -- "$true_bin" &&
         commands+=(::: stack-floor "$stack_floor" --backend landlock --mode read-only -- "$true_bin")
 else
@@ -104,7 +107,7 @@ fi
 
 echo
 printf '%-17s %10s %19s %10s %6s\n' command "median ms" "p25-p75 ms" "cpu ms" exit
-for name in bare bwrap-direct bwrap-exec landlock-floor stack-floor landlock-runner landlock-exec chain-exec print version; do
+for name in bare bwrap-direct bwrap-exec landlock-floor hardened-floor stack-floor landlock-runner landlock-exec chain-exec print version; do
     [ -n "${median[$name]:-}" ] || continue
     printf '%-17s %10s %9s-%-9s %10s %6s\n' "$name" "$(ms "${median[$name]}")" "$(ms "${p25[$name]}")" "$(ms "${p75[$name]}")" \
         "$(ms "${cpu[$name]}")" "${status[$name]}"
@@ -126,6 +129,8 @@ row "Landlock exec / C floor" landlock-exec landlock-floor 1.25
 row "Landlock runner (printed plan) / C floor" landlock-runner landlock-floor
 row "Landlock exec / bare exec" landlock-exec bare
 row "C floor / bare exec" landlock-floor bare
+row "hardened C floor / C floor" hardened-floor landlock-floor
+row "Landlock exec / hardened C floor" landlock-exec hardened-floor
 row "C++ stack floor / C floor" stack-floor landlock-floor
 row "Landlock exec / C++ stack floor" landlock-exec stack-floor
 row "--print (warm probe cache) / C floor" print landlock-floor 1.25
