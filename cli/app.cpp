@@ -533,8 +533,7 @@ struct Subcommands {
 
 bool parsed(const CLI::App* sub) { return sub != nullptr && sub->parsed(); }
 
-// Adds the subcommands LINE names, or all the others when LINE is null (for help; one already
-// added is not added again). A subcommand
+// Adds the subcommands LINE names, or all of them when LINE is null (for help). A subcommand
 // whose name is not on the command line can never be parsed, so leaving it out changes nothing
 // but the cost: the main job, `dsh-confine [OPTIONS] -- PROGRAM`, builds none of them.
 void add_subcommands(CLI::App& app, Subcommands& c, const CommandLine* line) {
@@ -544,7 +543,7 @@ void add_subcommands(CLI::App& app, Subcommands& c, const CommandLine* line) {
             if (name == line->front[i]) return true;
         return false;
     };
-    if (c.run == nullptr && wanted("run")) {
+    if (wanted("run")) {
         c.run = app.add_subcommand("run", "spawn the command confined, pass its output through, attribute the result");
         add_policy_options(*c.run, c.runOptions, true);
         c.run->add_option("--report", c.reportFile, "write the JSON report to FILE");
@@ -555,13 +554,13 @@ void add_subcommands(CLI::App& app, Subcommands& c, const CommandLine* line) {
                         "Exit status: the command's own (128+N after signal N); 125 when the sandbox never started it\n"
                         "(RUNNER_FAILURE) or dsh-confine itself failed.\n");
     }
-    if (c.policy == nullptr && wanted("policy")) {
+    if (wanted("policy")) {
         c.policy = app.add_subcommand("policy", "print the resolved execution policy (JSON)");
         add_policy_options(*c.policy, c.policyOptions, false);
         c.policy->footer("\nExamples:\n  dsh-confine policy\n  dsh-confine policy --session s1\n"
                            "  dsh-confine policy --config ./config.toml --mode workspace-write --workspace-root \"$PWD\"\n");
     }
-    if (c.classify == nullptr && wanted("classify")) {
+    if (wanted("classify")) {
         c.classify = app.add_subcommand("classify", "classify a failed run from its stderr and exit code");
         c.classify->add_option("--plan", c.planFile, "a plan printed by --print --format json");
         c.classify->add_option("--backend", c.classifyBackend, "use this backend's dialect instead of a plan");
@@ -572,7 +571,7 @@ void add_subcommands(CLI::App& app, Subcommands& c, const CommandLine* line) {
         c.classify->footer("\nExamples:\n  make 2>err.txt; dsh-confine classify --backend bwrap --exit-code $? --stderr err.txt\n"
                              "  dsh-confine --print -- make >plan.json; ... | dsh-confine classify --plan plan.json --exit-code 1 --format json\n");
     }
-    if (c.doctor == nullptr && wanted("doctor")) {
+    if (wanted("doctor")) {
         c.doctor = app.add_subcommand("doctor", "backends on this host, probe results, enforcement");
         c.doctor->add_flag("--json", c.doctorOptions.json, "print JSON");
         c.doctor->add_flag("--verify", c.doctorOptions.verify, "run denied and allowed effects under each usable backend");
@@ -580,7 +579,7 @@ void add_subcommands(CLI::App& app, Subcommands& c, const CommandLine* line) {
         c.doctor->footer("\nExamples:\n  dsh-confine doctor\n  dsh-confine doctor --json | jq '.backends[] | {name, usable, enforcement}'\n"
                            "  dsh-confine doctor --verify    # in CI: exits 1 if a backend leaks or over-blocks\n");
     }
-    if (c.session == nullptr && wanted("session")) {
+    if (wanted("session")) {
         c.session = app.add_subcommand("session", "sessions: an immutable cwd and a log of mode events");
         c.session->require_subcommand(1);
         c.start = c.session->add_subcommand("start", "start session ID with its immutable cwd");
@@ -606,7 +605,7 @@ void add_subcommands(CLI::App& app, Subcommands& c, const CommandLine* line) {
         c.session->footer("\nExamples:\n  dsh-confine session start s1 --cwd \"$PWD\"\n  dsh-confine session mode s1 workspace-write\n"
                             "  dsh-confine --session s1 -- make\n  dsh-confine session end s1\n");
     }
-    if (c.landlock == nullptr && wanted("landlock-exec")) {
+    if (wanted("landlock-exec")) {
         c.landlock = app.add_subcommand("landlock-exec", "the Landlock runner a printed Landlock plan invokes");
         c.landlock->add_option("--mode", c.ll.mode, "read-only or workspace-write")->required();
         c.landlock->add_option("--workspace-root", c.ll.workspaceRoot, "the canonical workspace root")->required();
@@ -623,7 +622,7 @@ void add_subcommands(CLI::App& app, Subcommands& c, const CommandLine* line) {
                              "Exit status: the command's (it is exec'd in place); 125 (LANDLOCK) when the ruleset could not\n"
                              "be applied, and nothing ran.\n");
     }
-    if (c.token == nullptr && wanted("restricted-token-exec")) {
+    if (wanted("restricted-token-exec")) {
         c.token = app.add_subcommand("restricted-token-exec", "the Windows runner a printed restricted-token plan invokes");
         c.token->add_option("--mode", c.rt.mode)->required();
         c.token->add_option("--workspace-root", c.rt.workspaceRoot)->required();
@@ -635,7 +634,7 @@ void add_subcommands(CLI::App& app, Subcommands& c, const CommandLine* line) {
                           "Examples:\n  dsh-confine restricted-token-exec --mode workspace-write --workspace-root C:\\src\\app -- cmd /c build.bat\n"
                           "  dsh-confine --print --mode read-only -- cmd /c dir   # shows the exact call\n");
     }
-    if (c.effect == nullptr && wanted("__effect")) {
+    if (wanted("__effect")) {
         // The effect helper `doctor --verify` runs confined: not part of the interface.
         c.effect = app.add_subcommand("__effect", "");
         c.effect->group("");
@@ -643,16 +642,13 @@ void add_subcommands(CLI::App& app, Subcommands& c, const CommandLine* line) {
     }
 }
 
-// Help lists subcommands in the order they were added. The top level's help (no subcommand
-// selected) drops the ones the command line happened to name, say as an option's value
-// (`--session doctor --help`), and adds every one afresh in its own order.
+// The top level's help (no subcommand selected; a subcommand's help lists only its own) lists
+// every subcommand, in the order they were added. So it drops the ones the command line
+// happened to name, say as an option's value (`--session doctor --help`), and adds them all.
 void add_subcommands_for_help(CLI::App& app, Subcommands& c) {
-    if (app.get_subcommands().empty()) {
-        for (CLI::App** sub : {&c.run, &c.policy, &c.classify, &c.doctor, &c.session, &c.landlock, &c.token, &c.effect}) {
-            if (*sub != nullptr) app.remove_subcommand(*sub);
-            *sub = nullptr;
-        }
-    }
+    if (!app.get_subcommands().empty()) return;
+    for (CLI::App* sub : {c.run, c.policy, c.classify, c.doctor, c.session, c.landlock, c.token, c.effect})
+        if (sub != nullptr) app.remove_subcommand(sub);
     add_subcommands(app, c, nullptr);
 }
 

@@ -31,7 +31,7 @@ unset DSH_CONFINE_CONFIG SPDLOG_LEVEL
 mkdir -p "$work/ws"
 cd "$work/ws" || exit 2
 
-# The two C helpers: from the build when test/bench was built, else compiled here.
+# The C helpers: from the build when test/bench was built, else compiled here.
 helper() {  # name [source [cc flags]]
     local name=$1 source=${2:-$1}
     if [ -x "$build/test/bench/$name" ]; then echo "$build/test/bench/$name"; return; fi
