@@ -72,6 +72,15 @@ Result run_program(const std::vector<std::string>& argv_in, const RunOptions& op
     for (const auto& k : options.unset) environment.erase(k);
     std::vector<std::string> env_strings;
     for (const auto& [k, v] : environment) env_strings.push_back(k + "=" + v);
+    // Everything the child needs is built here: tests call this from many threads at once, and
+    // a child that allocated after fork() could wait forever on an allocator lock another
+    // thread held at the fork (ASan's allocator, unlike glibc's, is not reset in the child).
+    std::vector<char*> args, envp;
+    for (auto& a : argv) args.push_back(a.data());
+    args.push_back(nullptr);
+    for (auto& e : env_strings) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    const char* const cwd = options.cwd ? options.cwd->c_str() : nullptr;
 
     int in_pipe[2], out_pipe[2], err_pipe[2];
     if (pipe2(in_pipe, O_CLOEXEC) || pipe2(out_pipe, O_CLOEXEC) || pipe2(err_pipe, O_CLOEXEC)) return {};
@@ -83,11 +92,13 @@ Result run_program(const std::vector<std::string>& argv_in, const RunOptions& op
         unlockpt(master);
         slave = ptsname(master);
     }
+    const char* const slave_path = slave.c_str();
     const pid_t pid = fork();
     if (pid == 0) {
+        // Only async-signal-safe calls from here to execve.
         if (options.pty) {
             setsid();
-            const int tty = open(slave.c_str(), O_RDWR);
+            const int tty = open(slave_path, O_RDWR);
             ioctl(tty, TIOCSCTTY, 0);
             dup2(tty, 0);
         } else {
@@ -96,12 +107,7 @@ Result run_program(const std::vector<std::string>& argv_in, const RunOptions& op
         }
         dup2(out_pipe[1], 1);
         dup2(err_pipe[1], 2);
-        if (options.cwd && chdir(options.cwd->c_str()) != 0) _exit(121);
-        std::vector<char*> args, envp;
-        for (auto& a : argv) args.push_back(a.data());
-        args.push_back(nullptr);
-        for (auto& e : env_strings) envp.push_back(e.data());
-        envp.push_back(nullptr);
+        if (cwd != nullptr && chdir(cwd) != 0) _exit(121);
         execve(args[0], args.data(), envp.data());
         _exit(122);
     }

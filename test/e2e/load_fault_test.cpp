@@ -81,7 +81,8 @@ TEST(Load, ThousandCallsFromSixteenCallersStayApart) {
                     const e2e::Result r = e2e::run(print, options);
                     const json plan = json::parse(r.out, nullptr, false);
                     if (r.status != 0 || !plan.is_object()) {
-                        fail(session + ": print failed: " + r.err);
+                        fail(session + ": print failed: status " + std::to_string(r.status) +
+                             (r.timedOut ? " (timed out)" : "") + ", stdout '" + r.out.substr(0, 200) + "', stderr '" + r.err + "'");
                         continue;
                     }
                     if (plan["policy"]["mode"] != mode || plan["policy"]["workspaceRoot"] != root || plan["backend"] != backend)
@@ -99,7 +100,9 @@ TEST(Load, ThousandCallsFromSixteenCallersStayApart) {
                     exec.insert(exec.end(), {"--", "/bin/sh", "-c", "echo x > \"$1\"; echo y > \"$2\"; echo \"$TMPDIR\"; exit 0",
                                              "sh", mine, theirs});
                     const e2e::Result r = e2e::run(exec, options);
-                    if (r.status != 0) fail(session + ": exec failed: " + r.err);
+                    if (r.status != 0)
+                        fail(session + ": exec failed: status " + std::to_string(r.status) + (r.timedOut ? " (timed out)" : "") +
+                             ", stderr '" + r.err + "'");
                     if (backend == "landlock" && !with_session && mode == "workspace-write") ++temp_calls;
                     const std::string temp = e2e::first_line(r.out);
                     if (temp.rfind(temp_prefix, 0) == 0) {
