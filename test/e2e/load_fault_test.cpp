@@ -53,6 +53,11 @@ TEST(Load, ThousandCallsFromSixteenCallersStayApart) {
         std::lock_guard<std::mutex> lock(failures_lock);
         failures.push_back(what);
     };
+    // How a call that should have worked ended: enough to tell a hang from an error.
+    auto ended = [](const e2e::Result& r) {
+        return "status " + std::to_string(r.status) + (r.timedOut ? " (timed out)" : "") + ", stdout '" +
+               r.out.substr(0, 200) + "', stderr '" + r.err + "'";
+    };
     std::atomic<int> calls{0};
     std::vector<std::thread> callers;
     for (int c = 0; c < kCallers; ++c) {
@@ -66,7 +71,8 @@ TEST(Load, ThousandCallsFromSixteenCallersStayApart) {
                 std::vector<std::string> args;
                 if (with_session) {
                     // The session's own log decides the mode of this call.
-                    if (e2e::run({"session", "mode", session, mode}, shared).status != 0) fail(session + ": mode");
+                    const e2e::Result logged = e2e::run({"session", "mode", session, mode}, shared);
+                    if (logged.status != 0) fail(session + ": session mode failed: " + ended(logged));
                     args = {"--session", session, "--backend", backend};
                 } else {
                     args = {"--mode", mode, "--workspace-root", root, "--backend", backend};
@@ -81,8 +87,7 @@ TEST(Load, ThousandCallsFromSixteenCallersStayApart) {
                     const e2e::Result r = e2e::run(print, options);
                     const json plan = json::parse(r.out, nullptr, false);
                     if (r.status != 0 || !plan.is_object()) {
-                        fail(session + ": print failed: status " + std::to_string(r.status) +
-                             (r.timedOut ? " (timed out)" : "") + ", stdout '" + r.out.substr(0, 200) + "', stderr '" + r.err + "'");
+                        fail(session + ": print failed: " + ended(r));
                         continue;
                     }
                     if (plan["policy"]["mode"] != mode || plan["policy"]["workspaceRoot"] != root || plan["backend"] != backend)
@@ -100,9 +105,7 @@ TEST(Load, ThousandCallsFromSixteenCallersStayApart) {
                     exec.insert(exec.end(), {"--", "/bin/sh", "-c", "echo x > \"$1\"; echo y > \"$2\"; echo \"$TMPDIR\"; exit 0",
                                              "sh", mine, theirs});
                     const e2e::Result r = e2e::run(exec, options);
-                    if (r.status != 0)
-                        fail(session + ": exec failed: status " + std::to_string(r.status) + (r.timedOut ? " (timed out)" : "") +
-                             ", stderr '" + r.err + "'");
+                    if (r.status != 0) fail(session + ": exec failed: " + ended(r));
                     if (backend == "landlock" && !with_session && mode == "workspace-write") ++temp_calls;
                     const std::string temp = e2e::first_line(r.out);
                     if (temp.rfind(temp_prefix, 0) == 0) {
