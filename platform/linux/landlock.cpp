@@ -46,9 +46,26 @@ int fail(const std::string& message) {
 
 std::string errno_text(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
 
+// Whether `uid` (as this process sees it) is mapped in its user namespace. An unmapped caller
+// (`unshare -U` without a map) sees itself, and every other unmapped owner, as the overflow uid:
+// an ownership check then proves nothing, and a base it made would squat the real user's name.
+bool uid_is_mapped(uid_t uid) {
+    std::ifstream map("/proc/self/uid_map");
+    if (!map) return true;  // no /proc: no user namespaces to be unmapped in
+    unsigned long inside = 0, outside = 0, count = 0;
+    while (map >> inside >> outside >> count)
+        if (uid >= inside && uid - inside < count) return true;
+    return false;
+}
+
 // The per-user base for private temp areas: made 0700, and refused unless it is a real
 // directory of ours that nobody else can write (the /tmp squatting problem).
 bool prepare_private_base(const std::string& base, std::string& why) {
+    if (!uid_is_mapped(geteuid())) {
+        why = "uid " + std::to_string(geteuid()) + " is not mapped in this user namespace, so " + base +
+              " cannot be proven private (give the call a session, whose temp area is its own, or use read-only)";
+        return false;
+    }
     if (mkdir(base.c_str(), 0700) != 0 && errno != EEXIST) {
         why = errno_text(("mkdir " + base).c_str());
         return false;

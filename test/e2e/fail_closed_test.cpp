@@ -138,10 +138,36 @@ TEST(FailClosed, DefaultChainInsideAnUnmappedUserNamespaceStillConfines) {
     e2e::RunOptions options = s.options;
     options.prefix = {"/usr/bin/unshare", "-U"};
     const std::string outside = s.dir / "outside";
-    const e2e::Result r = e2e::run({"--mode", "workspace-write", "--workspace-root", s.home.path(), "--", "/usr/bin/touch", outside},
-                                   options);
+    const e2e::Result r = e2e::run({"--mode", "read-only", "--", "/bin/sh", "-c", "echo ran; touch " + outside}, options);
+    EXPECT_EQ(e2e::first_line(r.out), "ran") << r.err;  // it ran, under Landlock (bwrap cannot here)
     EXPECT_NE(r.status, 0);
+    EXPECT_NE(r.err.find("Permission denied"), std::string::npos) << r.err;
     EXPECT_FALSE(exists(outside));
+}
+
+// An unmapped caller sees itself as the overflow uid (nobody's): the private temp base
+// /tmp/dsh-confine-65534 would be nobody's name, and its ownership check would pass for any
+// unmapped owner. The runner refuses it before making anything.
+TEST(FailClosed, WorkspaceWriteInsideAnUnmappedUserNamespaceMakesNoTempBase) {
+    Scene s;
+    E2E_REQUIRE(e2e::run_program({"/usr/bin/unshare", "-U", "/bin/true"}).status == 0, "unshare -U is not permitted here");
+    const std::string base = "/tmp/dsh-confine-" + e2e::first_line(e2e::run_program({"/usr/bin/unshare", "-U", "/usr/bin/id", "-u"}).out);
+    struct stat before {};
+    const bool existed = lstat(base.c_str(), &before) == 0;
+    e2e::RunOptions options = s.options;
+    options.prefix = {"/usr/bin/unshare", "-U"};
+    const e2e::Result r = e2e::run(s.confined({"--backend", "landlock"}), options);
+    EXPECT_EQ(r.status, 125);
+    EXPECT_NE(r.err.find("is not mapped in this user namespace"), std::string::npos) << r.err;
+    EXPECT_FALSE(exists(s.sentinel));
+    struct stat after {};
+    if (existed) {
+        ASSERT_EQ(lstat(base.c_str(), &after), 0);
+        EXPECT_EQ(after.st_ino, before.st_ino);
+        EXPECT_EQ(after.st_uid, before.st_uid);
+    } else {
+        EXPECT_NE(lstat(base.c_str(), &after), 0) << base << " was made by an unmapped caller";
+    }
 }
 
 TEST(FailClosed, NoLandlockIsUnavailable) {
