@@ -221,9 +221,9 @@ struct ProviderParts {
     std::optional<posix::FileProbeCache> cache;
 };
 
-ProviderParts build_provider(const std::vector<std::string>& chain, const Config& config) {
+ProviderParts build_provider(const std::vector<std::string>& chain, const Config& config,
+                             const platform::HostContext& host) {
     ProviderParts parts;
-    const platform::HostContext host = host_context(config);
     for (const auto& name : chain) {
         if (auto backend = platform::make_backend(name, config, host)) parts.backends.push_back(backend);
         else parts.foreign.push_back({name, "not available on " + platform::system_name()});
@@ -270,13 +270,19 @@ Planned plan_call(const PolicyOptions& options, const std::vector<std::string>& 
     }
     const SandboxPolicy policy{*mode, out.resolved.policy.workspaceRoot, out.resolved.policy.sessionId,
                                out.resolved.sessionTempDir};
+    // dsh-confine's own files matter only where the command may write: every backend guards
+    // them in workspace-write alone. Read-only skips finding them (a dozen path lookups).
+    platform::HostContext host;
     if (*mode == ConfinedSandboxMode::WorkspaceWrite) {
+        host = host_context(out.resolved.config);
         // dsh-confine's own directories inside the workspace are made now, so that they exist
         // to be bound read-only: a command must not plant them for a later call to trust.
-        for (const auto& path : paths_within(host_context(out.resolved.config).protectedPaths, policy.workspaceRoot))
+        for (const auto& path : paths_within(host.protectedPaths, policy.workspaceRoot))
             if (!std::filesystem::exists(path)) posix::make_private_dirs(path);
+    } else {
+        host.cwd = current_dir();
     }
-    ProviderParts parts = build_provider(chain, out.resolved.config);
+    ProviderParts parts = build_provider(chain, out.resolved.config, host);
     SandboxProvider provider(parts.backends, parts.cache ? &*parts.cache : nullptr, out.resolved.config.probeTimeoutMs);
     ProviderResult result = provider.confine(argv, policy);
     if (!result.confined) {
