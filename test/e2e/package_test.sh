@@ -70,7 +70,8 @@ bin=$(realpath "$root/usr/bin/dsh-confine")
 # loader, no NEEDED entry, so nothing to depend on; then it must really load nothing.
 needed=$(readelf -d "$bin" | awk '/\(NEEDED\)/ { gsub(/[][]/, "", $NF); print $NF }')
 if [ -z "$needed" ]; then
-    ! readelf -lW "$bin" | grep -q 'INTERP' || fail "the binary names a loader but no NEEDED library"
+    headers=$(readelf -lW "$bin")  # captured first: grep -q closing the pipe early would hide a match
+    [[ $headers != *INTERP* ]] || fail "the binary names a loader but no NEEDED library"
     [ "$(readelf -hW "$bin" | awk '/Type:/ { print $2 }')" = DYN ] || fail "the static binary is not position-independent"
 else
     [[ $depends == *libc6* ]] || fail "Depends '$depends' was not computed (no libc6)"
