@@ -61,8 +61,8 @@ bool uid_is_mapped(uid_t uid) {
 // The per-user base for private temp areas: made 0700, and refused unless it is a real
 // directory of ours that nobody else can write (the /tmp squatting problem).
 bool prepare_private_base(const std::string& base, std::string& why) {
-    if (!uid_is_mapped(geteuid())) {
-        why = "uid " + std::to_string(geteuid()) + " is not mapped in this user namespace, so " + base +
+    if (const uid_t uid = geteuid(); !uid_is_mapped(uid)) {
+        why = "uid " + std::to_string(uid) + " is not mapped in this user namespace, so " + base +
               " cannot be proven private (give the call a session, whose temp area is its own, or use read-only)";
         return false;
     }
