@@ -40,9 +40,31 @@ helper() {  # name [source [cc flags]]
 alternate=$(helper alternate) || { echo "run.sh: cannot build alternate.c (set CC)" >&2; exit 2; }
 floor=$(helper landlock_floor) || floor=
 hardened_floor=$(helper landlock_floor_hardened landlock_floor -DLANDLOCK_FLOOR_HARDENED) || hardened_floor=
+# The least any wrapper costs: exec only, a static PIE where cc can link one.
+exec_floor=$(helper exec_floor exec_floor -static-pie) || exec_floor=$(helper exec_floor) || exec_floor=
 # The same floor on the project's C++ stack (CLI11, spdlog, static libstdc++): only from a build.
 stack_floor=$build/test/bench/stack_floor
 [ -x "$stack_floor" ] || stack_floor=
+
+# Every program timed here is an installed copy in the work directory, as a package manager or
+# `install` leaves one. How a file entered the page cache changes its start-up: the linker
+# writes its output in small pieces, which the kernel caches as single 4 KiB pages, while a
+# copy made with large writes is cached in large folios, which exec maps and unmaps in fewer,
+# cheaper steps (0.15 to 0.2 ms for dsh-confine on the reference machine; docs/performance.md).
+# The floors get the same treatment. The row as-linked times the build's own file.
+mkdir -p "$work/bin"
+installed() {  # path -> the path of its installed copy (the path itself if the copy cannot run)
+    local copy
+    copy=$work/bin/$(basename "$1")
+    if [ -n "$1" ] && install -m 0755 "$1" "$copy" 2>/dev/null && [ -x "$copy" ]; then echo "$copy"; else echo "$1"; fi
+}
+linked_bin=$bin
+bin=$(installed "$bin")
+"$bin" --version >/dev/null 2>&1 || bin=$linked_bin
+[ -n "$floor" ] && floor=$(installed "$floor")
+[ -n "$hardened_floor" ] && hardened_floor=$(installed "$hardened_floor")
+[ -n "$stack_floor" ] && stack_floor=$(installed "$stack_floor")
+[ -n "$exec_floor" ] && exec_floor=$(installed "$exec_floor")
 
 true_bin=$(type -P true)
 ms() { awk -v us="$1" 'BEGIN { printf "%.2f", us / 1000 }'; }
@@ -52,7 +74,7 @@ verdict() {  # ratio limit -> met / NOT met
 }
 
 echo "== dsh-confine benchmarks ($(date -u +%Y-%m-%dT%H:%M:%SZ))"
-echo "binary:   $bin ($("$bin" --version 2>/dev/null))"
+echo "binary:   $bin ($("$bin" --version 2>/dev/null)), installed from $linked_bin"
 echo "machine:  $(uname -srm); $(nproc) CPU: $(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null)"
 echo "memory:   $(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo 2>/dev/null); load average at start: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)"
 echo "user:     uid $(id -u); bwrap: $(bwrap --version 2>/dev/null || echo none); grep: $(grep --version | head -n1); locale: ${LC_ALL:-${LANG:-C}}"
@@ -62,19 +84,20 @@ echo
 # Exec: each backend against the same runner argv executed directly, and a bare exec.
 runs() { "$@" >/dev/null 2>&1 </dev/null; }
 commands=(bare "$true_bin")
-bwrap_ok=0 landlock_ok=0
 if runs "$bin" --backend bwrap --mode read-only -- "$true_bin"; then
-    bwrap_ok=1
     eval "bwrap_argv=($("$bin" --backend bwrap --print --format shell --mode read-only -- "$true_bin"))"
     commands+=(::: bwrap-direct "${bwrap_argv[@]}" ::: bwrap-exec "$bin" --backend bwrap --mode read-only -- "$true_bin")
+    [ -n "$exec_floor" ] && runs "$exec_floor" "${bwrap_argv[@]}" &&
+        commands+=(::: wrapper-floor "$exec_floor" "${bwrap_argv[@]}")
 else
     echo "bubblewrap: not usable here ($("$bin" --backend bwrap --mode read-only -- "$true_bin" 2>&1 | head -n1)): skipped"
 fi
 if runs "$bin" --backend landlock --mode read-only -- "$true_bin" && [ -n "$floor" ] && runs "$floor" "$true_bin"; then
-    landlock_ok=1
     eval "landlock_argv=($("$bin" --backend landlock --print --format shell --mode read-only -- "$true_bin"))"
     commands+=(::: landlock-floor "$floor" "$true_bin" ::: landlock-runner "${landlock_argv[@]}"
                ::: landlock-exec "$bin" --backend landlock --mode read-only -- "$true_bin")
+    [ "$bin" != "$linked_bin" ] &&
+        commands+=(::: as-linked "$linked_bin" --backend landlock --mode read-only -- "$true_bin")
     [ -n "$hardened_floor" ] && runs "$hardened_floor" "$true_bin" &&
         commands+=(::: hardened-floor "$hardened_floor" "$true_bin")
     [ -n "$stack_floor" ] && runs "$stack_floor" --backend landlock --mode read-only -- "$true_bin" &&
@@ -107,7 +130,7 @@ fi
 
 echo
 printf '%-17s %10s %19s %10s %6s\n' command "median ms" "p25-p75 ms" "cpu ms" exit
-for name in bare bwrap-direct bwrap-exec landlock-floor hardened-floor stack-floor landlock-runner landlock-exec chain-exec print version; do
+for name in bare bwrap-direct wrapper-floor bwrap-exec landlock-floor hardened-floor stack-floor landlock-runner landlock-exec as-linked chain-exec print version; do
     [ -n "${median[$name]:-}" ] || continue
     printf '%-17s %10s %9s-%-9s %10s %6s\n' "$name" "$(ms "${median[$name]}")" "$(ms "${p25[$name]}")" "$(ms "${p75[$name]}")" \
         "$(ms "${cpu[$name]}")" "${status[$name]}"
@@ -123,10 +146,13 @@ row() {  # label a b limit
         "$(ratio "${cpu[$a]}" "${cpu[$b]}")" "${limit:+<= ${limit}x}" "$judged"
 }
 row "bwrap exec / the same bwrap argv directly" bwrap-exec bwrap-direct 1.10
+row "exec-only wrapper / bwrap argv directly" wrapper-floor bwrap-direct
+row "bwrap exec / exec-only wrapper" bwrap-exec wrapper-floor
 row "bwrap exec / bare exec" bwrap-exec bare
 row "default chain exec / bwrap argv directly" chain-exec bwrap-direct
 row "Landlock exec / C floor" landlock-exec landlock-floor 1.25
 row "Landlock runner (printed plan) / C floor" landlock-runner landlock-floor
+row "Landlock exec, as linked / C floor" as-linked landlock-floor
 row "Landlock exec / bare exec" landlock-exec bare
 row "C floor / bare exec" landlock-floor bare
 row "hardened C floor / C floor" hardened-floor landlock-floor
