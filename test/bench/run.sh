@@ -89,6 +89,8 @@ if runs "$bin" --backend bwrap --mode read-only -- "$true_bin"; then
     commands+=(::: bwrap-direct "${bwrap_argv[@]}" ::: bwrap-exec "$bin" --backend bwrap --mode read-only -- "$true_bin")
     [ -n "$exec_floor" ] && runs "$exec_floor" "${bwrap_argv[@]}" &&
         commands+=(::: wrapper-floor "$exec_floor" "${bwrap_argv[@]}")
+    [ -n "$stack_floor" ] && runs "$stack_floor" --exec-only --mode read-only -- "${bwrap_argv[@]}" &&
+        commands+=(::: stack-wrapper "$stack_floor" --exec-only --mode read-only -- "${bwrap_argv[@]}")
 else
     echo "bubblewrap: not usable here ($("$bin" --backend bwrap --mode read-only -- "$true_bin" 2>&1 | head -n1)): skipped"
 fi
@@ -130,7 +132,7 @@ fi
 
 echo
 printf '%-17s %10s %19s %10s %6s\n' command "median ms" "p25-p75 ms" "cpu ms" exit
-for name in bare bwrap-direct wrapper-floor bwrap-exec landlock-floor hardened-floor stack-floor landlock-runner landlock-exec as-linked chain-exec print version; do
+for name in bare bwrap-direct wrapper-floor stack-wrapper bwrap-exec landlock-floor hardened-floor stack-floor landlock-runner landlock-exec as-linked chain-exec print version; do
     [ -n "${median[$name]:-}" ] || continue
     printf '%-17s %10s %9s-%-9s %10s %6s\n' "$name" "$(ms "${median[$name]}")" "$(ms "${p25[$name]}")" "$(ms "${p75[$name]}")" \
         "$(ms "${cpu[$name]}")" "${status[$name]}"
@@ -147,7 +149,9 @@ row() {  # label a b limit
 }
 row "bwrap exec / the same bwrap argv directly" bwrap-exec bwrap-direct 1.10
 row "exec-only wrapper / bwrap argv directly" wrapper-floor bwrap-direct
+row "C++ stack wrapper / bwrap argv directly" stack-wrapper bwrap-direct
 row "bwrap exec / exec-only wrapper" bwrap-exec wrapper-floor
+row "bwrap exec / C++ stack wrapper" bwrap-exec stack-wrapper
 row "bwrap exec / bare exec" bwrap-exec bare
 row "default chain exec / bwrap argv directly" chain-exec bwrap-direct
 row "Landlock exec / C floor" landlock-exec landlock-floor 1.25
