@@ -50,7 +50,7 @@ stack_floor=$build/test/bench/stack_floor
 # `install` leaves one. How a file entered the page cache changes its start-up: the linker
 # writes its output in small pieces, which the kernel caches as single 4 KiB pages, while a
 # copy made with large writes is cached in large folios, which exec maps and unmaps in fewer,
-# cheaper steps (0.15 to 0.2 ms for dsh-confine on the reference machine; docs/performance.md).
+# cheaper steps (0.13 to 0.22 ms for dsh-confine on the reference machine; docs/performance.md).
 # The floors get the same treatment. The row as-linked times the build's own file.
 mkdir -p "$work/bin"
 installed() {  # path -> the path of its installed copy (the path itself if the copy cannot run)
