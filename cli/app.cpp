@@ -263,6 +263,26 @@ Planned plan_call(const PolicyOptions& options, const std::vector<std::string>& 
         out.plan = unconfined_plan(out.resolved.policy, argv);
         return out;
     }
+    // dsh-confine's own files matter only where the command may write: every backend guards
+    // them in workspace-write alone. Read-only skips finding them (a dozen path lookups).
+    platform::HostContext host;
+    if (*mode == ConfinedSandboxMode::WorkspaceWrite) {
+        host = host_context(out.resolved.config);
+        // dsh-confine's own files decide the policy of later calls (the session log, the probe
+        // cache, the config) and hold the private temp areas: a root the command may write must
+        // not contain them, whether they exist yet or not. Refusing beats guarding them inside.
+        std::vector<std::string> own = host.protectedPaths;
+        for (const auto& base : platform::private_temp_bases()) own.push_back(base);
+        for (const auto& path : own)
+            if (!paths_within({path}, out.resolved.policy.workspaceRoot).empty())
+                throw Error(code::OwnStateInRoot, "the workspace root " + out.resolved.policy.workspaceRoot + " contains " + path +
+                                                      ", dsh-confine's own state or configuration, which a confined "
+                                                      "command must not be able to write; choose a root that does not "
+                                                      "contain it, or move the state elsewhere ($DSH_CONFINE_STATE_DIR, "
+                                                      "$XDG_CACHE_HOME, $XDG_CONFIG_HOME)");
+    } else {
+        host.cwd = current_dir();
+    }
     if (out.resolved.policy.sessionId && *mode == ConfinedSandboxMode::WorkspaceWrite) {
         // The session's temp area is made on its first confined use (not by `policy`).
         posix::StateDirStorage storage(state_dir());
@@ -270,18 +290,6 @@ Planned plan_call(const PolicyOptions& options, const std::vector<std::string>& 
     }
     const SandboxPolicy policy{*mode, out.resolved.policy.workspaceRoot, out.resolved.policy.sessionId,
                                out.resolved.sessionTempDir};
-    // dsh-confine's own files matter only where the command may write: every backend guards
-    // them in workspace-write alone. Read-only skips finding them (a dozen path lookups).
-    platform::HostContext host;
-    if (*mode == ConfinedSandboxMode::WorkspaceWrite) {
-        host = host_context(out.resolved.config);
-        // dsh-confine's own directories inside the workspace are made now, so that they exist
-        // to be bound read-only: a command must not plant them for a later call to trust.
-        for (const auto& path : paths_within(host.protectedPaths, policy.workspaceRoot))
-            if (!std::filesystem::exists(path)) posix::make_private_dirs(path);
-    } else {
-        host.cwd = current_dir();
-    }
     ProviderParts parts = build_provider(chain, out.resolved.config, host);
     SandboxProvider provider(parts.backends, parts.cache ? &*parts.cache : nullptr, out.resolved.config.probeTimeoutMs);
     ProviderResult result = provider.confine(argv, policy);
@@ -534,6 +542,8 @@ struct Subcommands {
     DoctorOptions doctorOptions;
     std::string sessionId, sessionArg;
     platform::LandlockExecRequest ll;
+    CLI::App* stage = nullptr;
+    platform::BwrapStageRequest bs;
     platform::RestrictedTokenExecRequest rt;
 };
 
@@ -615,7 +625,10 @@ void add_subcommands(CLI::App& app, Subcommands& c, const CommandLine* line) {
         c.landlock = app.add_subcommand("landlock-exec", "the Landlock runner a printed Landlock plan invokes");
         c.landlock->add_option("--mode", c.ll.mode, "read-only or workspace-write")->required();
         c.landlock->add_option("--workspace-root", c.ll.workspaceRoot, "the canonical workspace root")->required();
+        c.landlock->add_option("--workspace-root-id", c.ll.workspaceRootId, "DEV:INO the workspace root must still have");
         c.landlock->add_option("--temp-dir", c.ll.tempDir, "a session's private temp directory (writable, kept)");
+        c.landlock->add_option("--temp-dir-id", c.ll.tempDirId, "DEV:INO the temp directory must still have");
+        c.landlock->add_option("--keep-fd", c.ll.keepFds, "pass descriptor N on to the command (repeatable)");
         c.landlock->add_option("--private-temp-base", c.ll.privateTempBase,
                                  "create a per-call temp directory here, removed when the command ends");
         c.landlock->add_option("--status-fd", c.ll.statusFd, "write 'S' just before exec, 'F' on failure, to fd N");
@@ -627,6 +640,18 @@ void add_subcommands(CLI::App& app, Subcommands& c, const CommandLine* line) {
                              "  dsh-confine --print --format shell --mode workspace-write -- make   # shows the exact call\n"
                              "Exit status: the command's (it is exec'd in place); 125 (LANDLOCK) when the ruleset could not\n"
                              "be applied, and nothing ran.\n");
+    }
+    if (wanted("bwrap-stage")) {
+        // Run by bubblewrap inside the sandbox (platform/linux/bwrap_stage.hpp): not typed by hand.
+        c.stage = app.add_subcommand("bwrap-stage", "");
+        c.stage->group("");
+        c.stage->add_option("--root", c.bs.roots, "DEV:INO@PATH: a writable root staged by bubblewrap");
+        c.stage->add_option("--temp-bind", c.bs.tempBind, "DEV:INO@PATH: the session's temp area");
+        c.stage->add_option("--temp-tmpfs", c.bs.tempTmpfs, "DEV:INO@PATH: a private tmpfs over PATH as the temp area");
+        c.stage->add_option("--chdir", c.bs.chdir, "where the command runs")->required();
+        c.stage->add_option("--status-fd", c.bs.statusFd, "write 'S' just before exec, 'F' on failure, to fd N");
+        c.stage->add_option("--keep-fd", c.bs.keepFds, "pass descriptor N on to the command (repeatable)");
+        c.stage->prefix_command();
     }
     if (wanted("restricted-token-exec")) {
         c.token = app.add_subcommand("restricted-token-exec", "the Windows runner a printed restricted-token plan invokes");
@@ -653,7 +678,7 @@ void add_subcommands(CLI::App& app, Subcommands& c, const CommandLine* line) {
 // happened to name, say as an option's value (`--session doctor --help`), and adds them all.
 void add_subcommands_for_help(CLI::App& app, Subcommands& c) {
     if (!app.get_subcommands().empty()) return;
-    for (CLI::App* sub : {c.run, c.policy, c.classify, c.doctor, c.session, c.landlock, c.token, c.effect})
+    for (CLI::App* sub : {c.run, c.policy, c.classify, c.doctor, c.session, c.landlock, c.token, c.effect, c.stage})
         if (sub != nullptr) app.remove_subcommand(sub);
     add_subcommands(app, c, nullptr);
 }
@@ -694,7 +719,10 @@ int run(int argc, char** argv) {
     } catch (const CLI::CallForVersion& e) {
         return app.exit(e);
     } catch (const CLI::ParseError& e) {
-        const char* which = parsed(c.landlock) ? code::Landlock : parsed(c.token) ? "RESTRICTED_TOKEN" : code::Usage;
+        const char* which = parsed(c.landlock) ? code::Landlock
+                            : parsed(c.token)  ? "RESTRICTED_TOKEN"
+                            : parsed(c.stage)  ? "BWRAP_STAGE"
+                                               : code::Usage;
         std::fprintf(stderr, "dsh-confine: error: %s: %s\n", which, e.what());
         return 125;
     }
@@ -711,7 +739,7 @@ int run(int argc, char** argv) {
                                                  parsed_subcommands.front()->get_name() +
                                                  "' (a subcommand's options go after its name)");
             const CLI::App* sub = parsed_subcommands.front();
-            const bool takes_program = sub == c.run || sub == c.landlock || sub == c.token || sub == c.effect;
+            const bool takes_program = sub == c.run || sub == c.landlock || sub == c.token || sub == c.effect || sub == c.stage;
             if (!takes_program && !app.remaining().empty())
                 throw Error(code::Usage, "unexpected argument '" + app.remaining().front() + "' for 'dsh-confine " +
                                              sub->get_name() + "'");
@@ -729,6 +757,20 @@ int run(int argc, char** argv) {
                 return 125;
             }
             return platform::landlock_exec(c.ll, rest);
+        }
+        if (parsed(c.stage)) {
+            std::vector<std::string> rest;
+            try {
+                rest = program_words(app, c.stage, line);
+            } catch (const Error& e) {
+                std::fprintf(stderr, "dsh-confine: error: BWRAP_STAGE: bwrap-stage: %s\n", e.what());
+                return 125;
+            }
+            if (rest.empty()) {
+                std::fprintf(stderr, "dsh-confine: error: BWRAP_STAGE: bwrap-stage: no PROGRAM given\n");
+                return 125;
+            }
+            return platform::bwrap_stage(c.bs, rest);
         }
         if (parsed(c.token)) {
             std::vector<std::string> rest;

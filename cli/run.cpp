@@ -38,20 +38,16 @@ int run_confined(const PolicyOptions& options, const std::vector<std::string>& a
     }
 
     StreamClassifier classifier(dialect);
-    // Watches for the runner saying the command itself could not be executed.
-    StreamClassifier missing(Dialect{proof.commandMissing.empty() ? std::vector<std::string>{}
-                                                                  : std::vector<std::string>{proof.commandMissing},
-                                     {}});
-    const posix::SupervisedRun outcome = posix::supervise(spawn_argv, proof.proof, proof.fdSlot, [&](std::string_view chunk) {
-        classifier.feed(chunk);
-        if (!proof.commandMissing.empty()) missing.feed(chunk);
-    }, proof.passFd);
-    if (proof.passFd >= 0) close(proof.passFd);
+    const posix::SupervisedRun outcome = posix::supervise(
+        spawn_argv, proof.proof, proof.fdSlot, [&](std::string_view chunk) { classifier.feed(chunk); },
+        proof.bwrapStatusSlot);
     if (proof.tempDir) platform::remove_run_temp_dir(*proof.tempDir);
     if (!outcome.spawned) throw Error(code::RunnerExec, outcome.spawnError);
 
     const int status = outcome.signal ? 128 + outcome.signal : outcome.exitCode;
-    const bool command_missing = outcome.execFailed || missing.finish(status).verdict == Verdict::Denial;
+    // Only the runner's proof says the command was reached (and, with 'F', that its execve
+    // failed): text on stderr, which the command itself may print, decides nothing here.
+    const bool command_missing = outcome.execFailed;
     // The runner's proof decides where there is one: once it started the command (or reached
     // its execve and found it missing), nothing on stderr can prove a runner failure; when it
     // never got there, the run is a runner failure whatever stderr says. Without a proof

@@ -41,6 +41,12 @@ struct SandboxPolicy {
     // Where the session's private temp area lives, when the call has a session. Derived by the
     // caller from the state directory, so backends need not know where state is kept.
     std::optional<std::string> sessionTempDir;
+    // The workspace root's identity ("DEV:INO") as resolution found it (a session's: as recorded
+    // at `session start`). Backends hand it to their runners, which check it again where they
+    // use the root, so a directory swapped in since is refused rather than confined to.
+    std::optional<std::string> workspaceRootId = std::nullopt;
+    // Descriptors above 2 passed on to the command (--keep-fd); every other one is closed.
+    std::vector<int> keepFds = {};
 
     bool operator==(const SandboxPolicy&) const = default;
 };
@@ -71,6 +77,7 @@ struct ConfinedArgv {
     std::vector<std::string> denialSignatures;
     std::vector<RunnerFailureRule> runnerFailureRules;
     std::vector<std::string> writableRoots;  // every path the command can write, as it sees it
+    std::vector<int> passedFds = {0, 1, 2};  // the descriptors the command inherits; all others are closed
 
     bool operator==(const ConfinedArgv&) const = default;
 };

@@ -8,6 +8,7 @@
 
 #include "../lib/config.hpp"
 #include "../lib/provider.hpp"
+#include "linux/bwrap_argv.hpp"
 #include "posix/supervise.hpp"
 
 namespace dsh::platform {
@@ -28,6 +29,10 @@ std::shared_ptr<const Backend> make_backend(const std::string& name, const Confi
 
 std::string system_name();
 
+// Where this system's backends make private temp areas for calls without a session (a
+// per-user base): a root the command may write must not contain them.
+std::vector<std::string> private_temp_bases();
+
 // Replaces the process with the confined command. Returns only on failure, with the exit
 // status to use (the message already printed).
 int exec_plan(const ConfinedArgv& confined, const SandboxPolicy& policy, const std::vector<std::string>& argv,
@@ -36,19 +41,16 @@ int exec_plan(const ConfinedArgv& confined, const SandboxPolicy& policy, const s
 // Adds the runner's proof-of-start option to a confined argv where the backend has one.
 struct StartProofPlan {
     posix::StartProof proof = posix::StartProof::None;
-    int fdSlot = -1;  // the index of the fd number's placeholder in argv
-    // A stderr line prefix by which the runner says the command itself could not be
-    // executed (missing inside the sandbox): the command's failure, not the runner's.
-    std::string commandMissing;
+    int fdSlot = -1;  // the index of the proof's fd placeholder in argv
+    // bubblewrap's --json-status-fd placeholder (-1: none): not a proof of start (the stage
+    // gives that), but the sandbox's pid 1, whose child forwarded signals are for.
+    int bwrapStatusSlot = -1;
     // A per-call temp area the caller made for this run and removes when it ends.
     std::optional<std::string> tempDir;
-    // A file descriptor (close-on-exec here) the runner must inherit, named in argv: the
-    // terminal guard bwrap loads with --seccomp. -1: none. The caller closes it after the run.
-    int passFd = -1;
 };
 // Prepares a confined argv for `run`: adds the proof-of-start option, and where the runner
-// would make a per-call temp area itself (and leave a reaper behind), makes it here instead,
-// so `run` removes it when the command ends. Failure to prepare is an Error.
+// would make a per-call temp area itself (and leave it behind until a later call), makes it
+// here instead, so `run` removes it when the command ends. Failure to prepare is an Error.
 StartProofPlan prepare_for_run(std::vector<std::string>& argv, const std::string& backend);
 // Removes a temp area prepare_for_run made.
 void remove_run_temp_dir(const std::string& dir);
@@ -57,12 +59,20 @@ void remove_run_temp_dir(const std::string& dir);
 struct LandlockExecRequest {
     std::string mode;
     std::string workspaceRoot;
+    std::string workspaceRootId;  // "DEV:INO" the root must still have; empty: not checked
     std::string tempDir;          // empty: none
+    std::string tempDirId;        // "DEV:INO" the temp area must still have
     std::string privateTempBase;  // empty: none
     int statusFd = -1;
     int maxAbi = 0;               // 0: the kernel's
+    std::vector<int> keepFds;     // descriptors above 2 passed on
 };
 int landlock_exec(const LandlockExecRequest& request, const std::vector<std::string>& argv);
+
+// `dsh-confine bwrap-stage ...`: the program bubblewrap runs inside the sandbox, which makes the
+// writable mounts and execs the command (platform/linux/bwrap_stage.hpp); 125 elsewhere.
+using BwrapStageRequest = bwrap::StageRequest;
+int bwrap_stage(const BwrapStageRequest& request, const std::vector<std::string>& argv);
 
 // `dsh-confine restricted-token-exec ...` where the system has the restricted-token backend
 // (Windows); 125 elsewhere.

@@ -2,29 +2,74 @@
 
 #include <unistd.h>
 
+#include "../../lib/policy.hpp"
 #include "../posix/process.hpp"
+#include "../posix/safe_path.hpp"
 #include "bwrap_argv.hpp"
 #include "host.hpp"
+#include "landlock_rules.hpp"
+#include "runner.hpp"
 
 namespace dsh::bwrap {
+namespace {
 
-BwrapBackend::BwrapBackend(BackendConfig config, std::string cwd, std::vector<std::string> protected_paths)
-    : config_(std::move(config)), cwd_(std::move(cwd)), protected_(std::move(protected_paths)) {
-    const posix::ProgramLookup found = posix::resolve_program(config_.path.value_or("bwrap"));
-    if (found.status == posix::Lookup::Found) {
-        runner_ = found.path;
-        if (runner_.front() != '/') {
-            char here[4096];
-            if (getcwd(here, sizeof here)) runner_ = std::string(here) + "/" + runner_;
+bool executable_file(const std::string& path) { return access(path.c_str(), X_OK) == 0; }
+
+// The paths a confined command of this call may write, besides the device sinks: a runner
+// inside one of them could be replaced by one call and run by the next.
+std::vector<std::string> writable_places(const SandboxPolicy& policy) {
+    std::vector<std::string> places = {policy.workspaceRoot, landlock::private_temp_base(geteuid())};
+    if (policy.sessionTempDir) places.push_back(*policy.sessionTempDir);
+    return places;
+}
+
+std::optional<std::string> inside_writable(const std::string& file, const SandboxPolicy& policy) {
+    for (const auto& place : writable_places(policy))
+        if (!paths_within({file}, place).empty()) return place;
+    return std::nullopt;
+}
+
+}  // namespace
+
+const std::vector<std::string>& system_directories() {
+    static const std::vector<std::string> dirs = {"/usr/local/bin", "/usr/bin", "/bin", "/usr/local/sbin", "/usr/sbin", "/sbin"};
+    return dirs;
+}
+
+BwrapBackend::BwrapBackend(BackendConfig config, std::string cwd) : config_(std::move(config)), cwd_(std::move(cwd)) {
+    std::string why;
+    if (config_.path) {
+        if (config_.path->empty() || config_.path->front() != '/') {
+            runnerWhy_ = "[backend.bwrap] path '" + *config_.path + "' must be an absolute path";
+        } else if (!executable_file(*config_.path)) {
+            runnerWhy_ = "[backend.bwrap] path " + *config_.path + " is not an executable file";
+        } else if (auto trusted = posix::trusted_executable(*config_.path, why)) {
+            runner_ = *trusted;
+        } else {
+            runnerWhy_ = "[backend.bwrap] path refused: " + why;
         }
+    } else {
+        for (const auto& dir : system_directories()) {
+            const std::string candidate = dir + "/bwrap";
+            if (!executable_file(candidate)) continue;
+            if (auto trusted = posix::trusted_executable(candidate, why)) {
+                runner_ = *trusted;
+                break;
+            }
+            if (runnerWhy_.empty()) runnerWhy_ = "refused " + candidate + ": " + why;
+        }
+        if (runner_.empty() && runnerWhy_.empty())
+            runnerWhy_ = "bubblewrap (bwrap) is not installed in /usr/local/bin, /usr/bin, /bin or the sbin directories "
+                         "(PATH is not searched: a confined command may write a directory on it)";
     }
+    const std::string self = posix::self_executable();
+    if (auto trusted = posix::trusted_executable(self, why)) stage_ = *trusted;
+    else stageWhy_ = "dsh-confine itself, which runs inside as the stage, is refused: " + why;
 }
 
 Expected<Usable> BwrapBackend::check() const {
-    if (runner_.empty()) {
-        if (config_.path) return Expected<Usable>::failure("[backend.bwrap] path " + *config_.path + " is not an executable file");
-        return Expected<Usable>::failure("bubblewrap (bwrap) is not installed or not on PATH");
-    }
+    if (runner_.empty()) return Expected<Usable>::failure(runnerWhy_);
+    if (stage_.empty()) return Expected<Usable>::failure(stageWhy_);
     return Usable{};
 }
 
@@ -33,8 +78,17 @@ Expected<Usable> BwrapBackend::probe(int timeout_ms) const {
     const posix::ProgramLookup truth = posix::resolve_program("true");
     if (truth.status != posix::Lookup::Found) return Expected<Usable>::failure("no 'true' on PATH to probe with");
     const SandboxPolicy probe_policy{ConfinedSandboxMode::ReadOnly, "/", std::nullopt, std::nullopt};
-    const posix::SpawnOutcome outcome =
-        posix::spawn_with_timeout(build_argv({runner_, "/"}, {truth.path}, probe_policy), timeout_ms);
+    Layout layout{runner_, stage_, "/", geteuid() == 0};
+    // The stage's mount path is part of what must work: it is tried on a private tmpfs over
+    // the per-user temp base, which is made for that (where it cannot be, only the rest).
+    std::string why;
+    const std::string base = landlock::private_temp_base(geteuid());
+    if (linux_runner::prepare_private_base(base, why))
+        if (auto id = posix::directory_identity(base, why)) {
+            layout.privateTemp = base;
+            layout.tempDirId = id->text();
+        }
+    const posix::SpawnOutcome outcome = posix::spawn_with_timeout(build_argv(layout, {truth.path}, probe_policy), timeout_ms);
     if (!outcome.started) return Expected<Usable>::failure(outcome.error);
     if (outcome.timedOut) return Expected<Usable>::failure("the probe did not finish within " + std::to_string(timeout_ms) + " ms");
     if (outcome.exitCode == 0) return Usable{};
@@ -44,19 +98,45 @@ Expected<Usable> BwrapBackend::probe(int timeout_ms) const {
 }
 
 std::string BwrapBackend::probe_identity() const {
-    return "runner=" + runner_ + "\nrunner-id=" + linux_host::file_identity(runner_) + "\n" + linux_host::host_identity();
+    return "runner=" + runner_ + "\nrunner-id=" + linux_host::file_identity(runner_) + "\nstage=" + stage_ +
+           "\nstage-id=" + linux_host::file_identity(stage_) + "\n" + linux_host::host_identity();
 }
 
 Expected<ConfinedArgv> BwrapBackend::confine(const std::vector<std::string>& argv, const SandboxPolicy& policy) const {
     if (auto present = check(); !present) return Expected<ConfinedArgv>::failure(present.reason());
+    for (const std::string* file : {&runner_, &stage_})
+        if (auto place = inside_writable(*file, policy))
+            return Expected<ConfinedArgv>::failure(*file + " lies inside " + *place +
+                                                   ", which a confined command may write: it could be replaced there");
+    Layout layout{runner_, stage_, cwd_, geteuid() == 0};
+    layout.keepFds = policy.keepFds;
+    if (policy.mode == ConfinedSandboxMode::WorkspaceWrite) {
+        std::string why;
+        const auto root = posix::directory_identity(policy.workspaceRoot, why);
+        if (!root) return Expected<ConfinedArgv>::failure("the workspace root " + why);
+        if (policy.workspaceRootId && *policy.workspaceRootId != root->text())
+            return Expected<ConfinedArgv>::failure("the workspace root " + policy.workspaceRoot + " was replaced since it was resolved");
+        layout.workspaceRootId = root->text();
+        std::string temp = policy.sessionTempDir.value_or("");
+        if (temp.empty()) {
+            temp = landlock::private_temp_base(geteuid());
+            if (!linux_runner::prepare_private_base(temp, why)) return Expected<ConfinedArgv>::failure(why);
+            layout.privateTemp = temp;
+        }
+        const auto temp_id = posix::directory_identity(temp, why);
+        if (!temp_id) return Expected<ConfinedArgv>::failure("the temp area " + why);
+        layout.tempDirId = temp_id->text();
+    }
     ConfinedArgv out;
-    out.argv = build_argv({runner_, cwd_, protected_, posix::self_executable()}, argv, policy);
+    out.argv = build_argv(layout, argv, policy);
     out.backend = name();
     out.enforcement = SandboxEnforcement::Full;
     Dialect rules = dialect();
     out.denialSignatures = rules.denialSignatures;
     out.runnerFailureRules = rules.runnerFailureRules;
-    out.writableRoots = writable_roots(policy);
+    out.writableRoots = writable_roots(policy, layout);
+    out.passedFds = {0, 1, 2};
+    out.passedFds.insert(out.passedFds.end(), policy.keepFds.begin(), policy.keepFds.end());
     return out;
 }
 

@@ -1,53 +1,71 @@
 #include "bwrap_argv.hpp"
 
-#include <set>
-
-#include "../../lib/policy.hpp"
 
 namespace dsh::bwrap {
 
+std::vector<std::string> stage_arguments(const StageRequest& request) {
+    std::vector<std::string> out;
+    if (!request.tempBind.empty()) out.insert(out.end(), {"--temp-bind", request.tempBind});
+    if (!request.tempTmpfs.empty()) out.insert(out.end(), {"--temp-tmpfs", request.tempTmpfs});
+    for (const auto& root : request.roots) out.insert(out.end(), {"--root", root});
+    out.insert(out.end(), {"--chdir", request.chdir});
+    if (request.statusFd >= 0) out.insert(out.end(), {"--status-fd", std::to_string(request.statusFd)});
+    for (int fd : request.keepFds) out.insert(out.end(), {"--keep-fd", std::to_string(fd)});
+    return out;
+}
+
 std::vector<std::string> build_argv(const Layout& layout, const std::vector<std::string>& argv,
                                     const SandboxPolicy& policy) {
+    const std::string staging = kStagingDir;
     std::vector<std::string> out = {layout.runner, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"};
+    StageRequest stage;
+    stage.chdir = layout.cwd;
+    stage.keepFds = layout.keepFds;
     const bool writes = policy.mode == ConfinedSandboxMode::WorkspaceWrite;
     if (writes) {
-        if (policy.sessionTempDir) out.insert(out.end(), {"--bind", *policy.sessionTempDir, "/tmp"});
-        else out.insert(out.end(), {"--tmpfs", "/tmp"});
-        // What the private /tmp would hide but the call needs stays where it was, readable as the
-        // rest of the host: the cwd, the program when named by an absolute path, dsh-confine.
-        std::vector<std::string> keep = {layout.cwd};
-        if (!argv.empty() && !argv.front().empty() && argv.front().front() == '/') keep.push_back(argv.front());
-        if (!layout.self.empty()) keep.push_back(layout.self);
-        std::set<std::string> kept;
-        for (const auto& path : keep)
-            if (path.rfind("/tmp/", 0) == 0 && paths_within({path}, policy.workspaceRoot).empty() && kept.insert(path).second)
-                out.insert(out.end(), {"--ro-bind", path, path});
-        out.insert(out.end(), {"--bind", policy.workspaceRoot, policy.workspaceRoot});
-        // dsh-confine's own files inside the workspace are bound read-only, and every directory
-        // between the root and them is bound onto itself: a mount point cannot be renamed or
-        // removed, so the command cannot move the protected path aside and plant its own.
-        const std::vector<std::string> guarded = paths_within(layout.protectedPaths, policy.workspaceRoot);
-        std::set<std::string> anchors;
-        for (const auto& path : guarded)
-            for (std::size_t slash = path.find('/', policy.workspaceRoot.size() + 1); slash != std::string::npos;
-                 slash = path.find('/', slash + 1))
-                anchors.insert(path.substr(0, slash));
-        for (const auto& anchor : anchors) out.insert(out.end(), {"--bind", anchor, anchor});
-        for (const auto& path : guarded) out.insert(out.end(), {"--ro-bind-try", path, path});
+        // Every destination below is in bubblewrap's own fresh /dev tmpfs: nothing a confined
+        // command could have written lies on its way.
+        out.insert(out.end(), {"--tmpfs", "/dev/shm"});
+        if (policy.sessionTempDir) {
+            out.insert(out.end(), {"--bind", *policy.sessionTempDir, staging + "/temp"});
+            stage.tempBind = layout.tempDirId + "@" + *policy.sessionTempDir;
+        } else {
+            out.insert(out.end(), {"--perms", "0700", "--tmpfs", staging + "/temp"});
+            stage.tempTmpfs = layout.tempDirId + "@" + layout.privateTemp;
+        }
+        out.insert(out.end(), {"--bind", policy.workspaceRoot, staging + "/0"});
+        stage.roots.push_back(layout.workspaceRootId + "@" + policy.workspaceRoot);
+    } else if (!layout.privateTemp.empty()) {  // the probe: the stage's mount path, tried on a tmpfs
+        out.insert(out.end(), {"--perms", "0700", "--tmpfs", staging + "/temp"});
+        stage.tempTmpfs = layout.tempDirId + "@" + layout.privateTemp;
     }
-    out.insert(out.end(), {"--remount-ro", "/dev", "--remount-ro", "/proc", "--unshare-pid", "--new-session",
-                           "--die-with-parent", "--cap-drop", "ALL"});
-    if (writes) out.insert(out.end(), {"--setenv", "TMPDIR", "/tmp"});
-    out.insert(out.end(), {"--chdir", layout.cwd, "--"});
+    const bool mounts = !stage.roots.empty() || !stage.tempBind.empty() || !stage.tempTmpfs.empty();
+    out.insert(out.end(), {"--remount-ro", "/dev"});
+    // With mounts to make, an unprivileged stage must first write its uid and gid maps in /proc:
+    // it remounts /proc read-only itself, before the command runs (bwrap_stage.cpp).
+    if (!mounts) out.insert(out.end(), {"--remount-ro", "/proc"});
+    out.insert(out.end(), {"--unshare-pid", "--unshare-ipc", "--die-with-parent", "--cap-drop", "ALL"});
+    // A root caller's stage keeps CAP_SETPCAP (bubblewrap leaves the bounding set full; the stage
+    // empties it and locks root's exec-time grant off) and, for the mounts, CAP_SYS_ADMIN; it
+    // drops both before the command runs.
+    if (layout.root) {
+        out.insert(out.end(), {"--cap-add", "CAP_SETPCAP"});
+        if (mounts) out.insert(out.end(), {"--cap-add", "CAP_SYS_ADMIN"});
+    }
+    out.insert(out.end(), {"--chdir", "/", "--", layout.stage, "bwrap-stage"});
+    const std::vector<std::string> stage_args = stage_arguments(stage);
+    out.insert(out.end(), stage_args.begin(), stage_args.end());
+    out.push_back("--");
     out.insert(out.end(), argv.begin(), argv.end());
     return out;
 }
 
-std::vector<std::string> writable_roots(const SandboxPolicy& policy) {
+std::vector<std::string> writable_roots(const SandboxPolicy& policy, const Layout& layout) {
     std::vector<std::string> roots;
     if (policy.mode == ConfinedSandboxMode::WorkspaceWrite) {
         roots.push_back(policy.workspaceRoot);
-        roots.push_back("/tmp");
+        roots.push_back(policy.sessionTempDir ? *policy.sessionTempDir : layout.privateTemp);
+        roots.push_back("/dev/shm");  // a private tmpfs
     }
     for (const auto& sink : posix_shell_sinks()) roots.push_back(sink);
     roots.push_back("/dev/pts");  // a private devpts instance: new ptys, none of the host's
@@ -143,6 +161,12 @@ Dialect dialect(const std::vector<std::string>& extra_informational_lines) {
     rule.informationalLines.insert(rule.informationalLines.end(), extra_informational_lines.begin(),
                                    extra_informational_lines.end());
     out.runnerFailureRules.push_back(std::move(rule));
+    // The stage (bwrap_stage.hpp) refuses before the command starts with its own line and 125.
+    RunnerFailureRule stage;
+    stage.allowedExitCodes = std::vector<int>{125};
+    stage.fatalSignatures = {"dsh-confine: error: BWRAP_STAGE: "};
+    stage.informationalLines = extra_informational_lines;
+    out.runnerFailureRules.push_back(std::move(stage));
     return out;
 }
 

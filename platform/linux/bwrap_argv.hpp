@@ -1,16 +1,16 @@
 // The bubblewrap argv and dialect: pure string building, compiled and unit-tested on every
 // system. The binds realize the promise of docs/backends/linux.md:
-//   - the host is bound read-only, recursively (/sys included);
-//   - /dev is a fresh minimal tree, remounted read-only: only its device sinks and a private
-//     devpts instance can be written;
+//   - the host is bound read-only, recursively (/sys and the host's /tmp included);
+//   - /dev is a fresh minimal tree, remounted read-only: only its device sinks, a private
+//     devpts instance and (workspace-write) a private /dev/shm can be written;
 //   - /proc is a new procfs for a new PID namespace, remounted read-only (bubblewrap 0.8
-//     leaves /proc/sys writable to a root caller otherwise);
-//   - every capability is dropped (bubblewrap keeps them for a root caller), so mounts cannot
-//     be undone from inside;
-//   - --new-session detaches the caller's terminal, so TIOCSTI cannot push keystrokes into it;
-//   - workspace-write adds a private /tmp (a tmpfs, or the session's temp area) and a
-//     read-write bind of the workspace root; the root's own entry in its parent stays
-//     read-only, as it is a mount point in a read-only parent.
+//     leaves /proc/sys writable to a root caller otherwise); IPC is a new namespace too, so
+//     SysV objects and POSIX message queues made inside end with the sandbox;
+//   - every writable root (the workspace, the temp area) is staged by bubblewrap in its own
+//     /dev tmpfs and moved onto its real path by the stage (bwrap_stage.hpp says why): no
+//     bubblewrap destination lies in a directory that any confined command can write;
+//   - the command runs through the stage, which drops every capability, installs the
+//     terminal guard (TIOCSTI, TIOCLINUX), and closes descriptors above 2 unless kept.
 // Not governed: IPC with host daemons through sockets (a daemon may write on the command's
 // behalf), network, and process visibility outside the PID namespace's /proc.
 #pragma once
@@ -22,18 +22,36 @@
 
 namespace dsh::bwrap {
 
-struct Layout {
-    std::string runner;  // absolute path of bwrap
-    std::string cwd;     // where the command runs
-    // dsh-confine's own files: bound read-only again where they lie inside a writable root.
-    std::vector<std::string> protectedPaths = {};
-    std::string self = {};  // dsh-confine's own binary, kept visible for nested calls
+// Where bubblewrap stages the writable mounts for the stage: inside its own /dev tmpfs.
+inline constexpr const char* kStagingDir = "/dev/.dsh-confine";
+
+// What the stage is told: each mount as "DEV:INO@PATH", the identity it must find at PATH.
+struct StageRequest {
+    std::vector<std::string> roots;  // staged at kStagingDir/0, /1, ... in this order
+    std::string tempBind;            // a directory, staged at kStagingDir/temp
+    std::string tempTmpfs;           // a fresh tmpfs staged there, mounted over PATH
+    std::string chdir;               // where the command runs (absolute)
+    int statusFd = -1;               // 'S' just before execve, 'F' if it failed
+    std::vector<int> keepFds;
 };
 
+// The stage's arguments after `SELF bwrap-stage`, up to (not including) the `--`.
+std::vector<std::string> stage_arguments(const StageRequest& request);
+
+struct Layout {
+    std::string runner = {};  // absolute path of bwrap
+    std::string stage = {};   // absolute path of dsh-confine, which runs inside as the stage
+    std::string cwd = {};     // where the command runs
+    bool root = false;        // the caller is uid 0 (bubblewrap keeps CAP_SETPCAP, CAP_SYS_ADMIN for the stage)
+    std::string workspaceRootId = {};  // DEV:INO of the workspace root (workspace-write)
+    std::string tempDirId = {};        // DEV:INO of the session's temp area, or of privateTemp
+    std::string privateTemp = {};      // without a session: a tmpfs over this directory is the temp area
+    std::vector<int> keepFds = {};
+};
 
 std::vector<std::string> build_argv(const Layout& layout, const std::vector<std::string>& argv,
                                     const SandboxPolicy& policy);
-std::vector<std::string> writable_roots(const SandboxPolicy& policy);
+std::vector<std::string> writable_roots(const SandboxPolicy& policy, const Layout& layout);
 
 // The denial text (EROFS) and the runner-failure rules for every message bubblewrap prints
 // when it fails before executing the command, gated to its exit status 1. `bwrap: execvp`

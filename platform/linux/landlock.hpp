@@ -2,9 +2,12 @@
 // `dsh-confine landlock-exec ...`, and the exec path calls exec_confined() in-process, so
 // both apply the same ruleset and exec the command directly, with no second exec.
 // Besides the ruleset, the runner sets no_new_privs, drops every capability (a root caller
-// would otherwise keep CAP_SYS_MODULE and friends, which no file rule can hold), and installs
-// a seccomp filter that refuses TIOCSTI and TIOCLINUX, so the caller's terminal cannot be fed
-// keystrokes while job control keeps working. What Landlock does not govern: landlock_rules.hpp.
+// would otherwise keep CAP_SYS_MODULE and friends, which no file rule can hold), installs a
+// seccomp filter that refuses TIOCSTI and TIOCLINUX (so the caller's terminal cannot be fed
+// keystrokes while job control keeps working) and the metadata ioctls Landlock cannot see
+// (tty_guard.hpp), and closes every descriptor above 2 the caller did not keep. Each granted
+// path is opened without following a symlink, and the workspace root and temp area must still
+// be the directories the plan named. What Landlock does not govern: landlock_rules.hpp.
 #pragma once
 
 #include "../../lib/config.hpp"
@@ -15,7 +18,7 @@ namespace dsh::landlock {
 
 class LandlockBackend : public Backend {
 public:
-    LandlockBackend(std::string runner, BackendConfig config, std::vector<std::string> protected_paths = {});
+    LandlockBackend(std::string runner, BackendConfig config);
     std::string name() const override { return "landlock"; }
     Expected<Usable> check() const override;
     Expected<Usable> probe(int timeout_ms) const override;
@@ -27,11 +30,16 @@ public:
 private:
     std::string runner_;
     BackendConfig config_;
-    std::vector<std::string> protected_;
 };
 
-// A fresh private temp area in the per-user `base` (made 0700 and checked first).
+// A fresh private temp area in the per-user `base` (made 0700 and checked first), named for the
+// process that makes it and owns it.
 std::optional<std::string> make_call_temp_dir(const std::string& base, std::string& why);
+
+// Removes the per-call temp areas in `base` whose owner has ended (a call that exec'd its
+// command leaves its area behind; the next call of the same user clears it). Never follows a
+// symlink; areas of another PID namespace are left alone.
+void remove_stale_temp_areas(const std::string& base);
 
 // Applies the ruleset for `args` to this process and execs argv. Returns only on failure,
 // with the exit status to use: 125 when confinement could not be set up (the message already

@@ -31,6 +31,9 @@ std::vector<std::string> enforcement_gaps(int abi) {
         "chown: group and owner changes the caller may make are not governed",
         "utimes: access and modification times of files the caller owns can be changed",
         "xattrs: extended attributes of files the caller owns can be set and removed",
+        "file ioctls: ioctls on regular files and directories are not governed by Landlock; the runner's "
+        "filter refuses those known to change metadata (inode flags, FS_IOC_FSSETXATTR, the inode version, "
+        "an encryption policy, btrfs subvolumes and snapshots), not every file system's own",
     };
     if (abi < 3) gaps.push_back("truncate: truncate(2) of existing files is not governed before Landlock ABI 3");
     if (abi < 5) gaps.push_back("device ioctls: ioctls on device files are not governed before Landlock ABI 5");
@@ -48,6 +51,8 @@ RunnerArgs runner_args(const SandboxPolicy& policy, unsigned uid, const std::opt
     args.maxAbi = max_abi;
     args.mode = policy.mode;
     args.workspaceRoot = policy.workspaceRoot;
+    args.keepFds = policy.keepFds;
+    if (policy.mode == ConfinedSandboxMode::WorkspaceWrite) args.workspaceRootId = policy.workspaceRootId;
     if (policy.mode == ConfinedSandboxMode::WorkspaceWrite) {
         if (policy.sessionTempDir) args.tempDir = policy.sessionTempDir;
         else args.privateTempBase = private_temp_base(uid);
@@ -59,9 +64,12 @@ std::vector<std::string> build_argv(const std::string& runner, const RunnerArgs&
                                     const std::vector<std::string>& argv) {
     std::vector<std::string> out = {runner, "landlock-exec", "--mode", std::string(to_string(args.mode)),
                                     "--workspace-root", args.workspaceRoot};
+    if (args.workspaceRootId) out.insert(out.end(), {"--workspace-root-id", *args.workspaceRootId});
     if (args.tempDir) out.insert(out.end(), {"--temp-dir", *args.tempDir});
+    if (args.tempDirId) out.insert(out.end(), {"--temp-dir-id", *args.tempDirId});
     if (args.privateTempBase) out.insert(out.end(), {"--private-temp-base", *args.privateTempBase});
     if (args.maxAbi) out.insert(out.end(), {"--max-abi", std::to_string(*args.maxAbi)});
+    for (int fd : args.keepFds) out.insert(out.end(), {"--keep-fd", std::to_string(fd)});
     out.push_back("--");
     out.insert(out.end(), argv.begin(), argv.end());
     return out;

@@ -5,6 +5,8 @@
 // What Landlock does not govern, on any ABI (so the backend reports `partial`):
 //   - metadata: chmod, chown/chgrp, utimes and extended attributes of files the caller owns
 //     (Landlock has no hook for setattr or setxattr);
+//   - ioctls on regular files and directories (ABI 5 governs device files only): the runner's
+//     seccomp filter refuses the known metadata-changing ones (tty_guard.hpp), not all;
 //   - IPC with host daemons through sockets, network, process visibility.
 // By ABI: truncate(2) of existing files before ABI 3; ioctls on device files before ABI 5.
 // Before ABI 2 every rename or link across directories is refused (EXDEV), even inside the
@@ -65,16 +67,20 @@ std::string private_temp_base(unsigned uid);
 struct RunnerArgs {
     ConfinedSandboxMode mode = ConfinedSandboxMode::ReadOnly;
     std::string workspaceRoot;
+    std::optional<std::string> workspaceRootId;  // "DEV:INO" the root must still have
     std::optional<std::string> tempDir;          // a session's temp area: used as is
+    std::optional<std::string> tempDirId;        // "DEV:INO" it must still have
     std::optional<std::string> privateTempBase;  // make a per-call directory in here
     int statusFd = -1;  // proof of start: 'S' just before execve, 'F' when it failed
     std::optional<int> maxAbi;  // use at most this ABI, even where the kernel has a newer one
+    std::vector<int> keepFds;   // descriptors above 2 passed on; every other one is closed
 };
 
 // The ABI a ruleset is built for: the kernel's, capped by `max_abi`.
 int effective_abi(int kernel_abi, const std::optional<int>& max_abi);
 
-// `<runner> landlock-exec --mode M --workspace-root R [--temp-dir D | --private-temp-base B] -- argv`
+// `<runner> landlock-exec --mode M --workspace-root R [--workspace-root-id ID]
+//  [--temp-dir D [--temp-dir-id ID] | --private-temp-base B] [--keep-fd N]... -- argv`
 std::vector<std::string> build_argv(const std::string& runner, const RunnerArgs& args,
                                     const std::vector<std::string>& argv);
 RunnerArgs runner_args(const SandboxPolicy& policy, unsigned uid, const std::optional<int>& max_abi = std::nullopt);

@@ -10,10 +10,11 @@
 #include "../platform.hpp"
 #include "../../lib/error.hpp"
 #include "../posix/process.hpp"
+#include "../posix/safe_path.hpp"
 #include "../posix/state_store.hpp"
 #include "bwrap.hpp"
 #include "landlock.hpp"
-#include "tty_guard.hpp"
+#include "bwrap_stage.hpp"
 
 namespace dsh::platform {
 
@@ -23,54 +24,28 @@ std::vector<std::string> default_backend_chain() { return {"bwrap", "landlock"};
 
 std::string system_name() { return "Linux"; }
 
+std::vector<std::string> private_temp_bases() { return {landlock::private_temp_base(geteuid())}; }
+
 std::shared_ptr<const Backend> make_backend(const std::string& name, const Config& config, const HostContext& host) {
-    if (name == "bwrap") return std::make_shared<bwrap::BwrapBackend>(config.bwrap, host.cwd, host.protectedPaths);
+    if (name == "bwrap") return std::make_shared<bwrap::BwrapBackend>(config.bwrap, host.cwd);
     if (name == "landlock")
-        return std::make_shared<landlock::LandlockBackend>(posix::self_executable(), config.landlock, host.protectedPaths);
+        return std::make_shared<landlock::LandlockBackend>(posix::self_executable(), config.landlock);
     return nullptr;
 }
-
-namespace {
-
-bool has_controlling_terminal() {
-    const int tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
-    if (tty < 0) return false;
-    close(tty);
-    return true;
-}
-
-// A printed bubblewrap plan detaches the terminal (`--new-session`) because a printed line
-// cannot carry a file descriptor. Where dsh-confine spawns bwrap itself and the caller has a
-// controlling terminal, the terminal guard (a seccomp filter refusing TIOCSTI and TIOCLINUX)
-// takes its place instead, so the command keeps the terminal and job control works. Returns
-// the filter's fd (close-on-exec), or -1 when the argv is left as it was.
-int guard_terminal_instead_of_new_session(std::vector<std::string>& argv) {
-    const auto separator = std::find(argv.begin(), argv.end(), "--");
-    const auto new_session = std::find(argv.begin(), separator, "--new-session");
-    if (new_session == separator || !has_controlling_terminal()) return -1;
-    std::string why;
-    const int fd = linux_guard::tty_guard_fd(why);
-    if (fd < 0) return -1;  // --new-session stays: just as safe, only without job control
-    *new_session = std::to_string(fd);
-    argv.insert(new_session, "--seccomp");
-    return fd;
-}
-
-}  // namespace
 
 int exec_plan(const ConfinedArgv& confined, const SandboxPolicy& policy, const std::vector<std::string>& argv,
               const Config& config) {
     std::fflush(stdout);
     if (confined.backend == "landlock") {
-        // The same arguments a printed plan passes to its runner, so the same ruleset.
-        return landlock::exec_confined(landlock::runner_args(policy, geteuid(), config.landlock.maxAbi), argv);
+        // The arguments the printed plan passes to its runner, so the same ruleset and checks.
+        landlock::RunnerArgs args = landlock::runner_args(policy, geteuid(), config.landlock.maxAbi);
+        for (std::size_t i = 0; i + 1 < confined.argv.size() && confined.argv[i] != "--"; ++i) {
+            if (confined.argv[i] == "--workspace-root-id") args.workspaceRootId = confined.argv[i + 1];
+            if (confined.argv[i] == "--temp-dir-id") args.tempDirId = confined.argv[i + 1];
+        }
+        return landlock::exec_confined(args, argv);
     }
-    std::vector<std::string> wrapped = confined.argv;
-    if (confined.backend == "bwrap") {
-        const int guard = guard_terminal_instead_of_new_session(wrapped);
-        if (guard >= 0) fcntl(guard, F_SETFD, 0);  // bwrap reads it, then the command never sees it
-    }
-    posix::exec_argv(wrapped.front(), wrapped);
+    posix::exec_argv(confined.argv.front(), confined.argv);
     std::fprintf(stderr, "dsh-confine: error: RUNNER_EXEC: cannot execute %s: %s\n", confined.argv.front().c_str(),
                  std::strerror(errno));
     return 125;
@@ -78,21 +53,34 @@ int exec_plan(const ConfinedArgv& confined, const SandboxPolicy& policy, const s
 
 StartProofPlan prepare_for_run(std::vector<std::string>& argv, const std::string& backend) {
     if (backend == "bwrap") {
+        // bubblewrap's own status (the sandbox's pid 1, to find the command for signals) and the
+        // stage's proof of start, which alone says whether the command was reached.
         argv.insert(argv.begin() + 1, {"--json-status-fd", "-1"});
-        StartProofPlan plan{posix::StartProof::BwrapStatus, 2, "bwrap: execvp ", std::nullopt};
-        plan.passFd = guard_terminal_instead_of_new_session(argv);
+        const auto stage = std::find(argv.begin(), argv.end(), "bwrap-stage");
+        if (stage == argv.end()) throw Error(code::RunnerExec, "the bubblewrap plan names no stage");
+        const auto at = argv.insert(stage + 1, {"--status-fd", "-1"});
+        StartProofPlan plan;
+        plan.proof = posix::StartProof::ExecMarker;
+        plan.fdSlot = static_cast<int>(at - argv.begin()) + 1;
+        plan.bwrapStatusSlot = 2;
         return plan;
     }
     if (backend == "landlock") {
-        StartProofPlan plan{posix::StartProof::ExecMarker, 3, "", std::nullopt};
+        StartProofPlan plan;
+        plan.proof = posix::StartProof::ExecMarker;
+        plan.fdSlot = 3;
         const auto separator = std::find(argv.begin(), argv.end(), "--");
         const auto base = std::find(argv.begin(), separator, "--private-temp-base");
         if (base != separator && base + 1 != separator) {
             std::string why;
+            landlock::remove_stale_temp_areas(*(base + 1));
             plan.tempDir = landlock::make_call_temp_dir(*(base + 1), why);
             if (!plan.tempDir) throw Error(code::Landlock, why);
+            const auto id = posix::directory_identity(*plan.tempDir, why);
+            if (!id) throw Error(code::Landlock, "the temp area " + why);
             *base = "--temp-dir";
             *(base + 1) = *plan.tempDir;
+            argv.insert(base + 2, {"--temp-dir-id", id->text()});
         }
         argv.insert(argv.begin() + 2, {"--status-fd", "-1"});
         return plan;
@@ -102,10 +90,14 @@ StartProofPlan prepare_for_run(std::vector<std::string>& argv, const std::string
 
 void remove_run_temp_dir(const std::string& dir) {
     const std::size_t slash = dir.rfind('/');
-    const int parent = open(dir.substr(0, slash).c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    const int parent = posix::open_no_symlinks(dir.substr(0, slash), O_RDONLY | O_DIRECTORY);
     if (parent < 0) return;
     posix::remove_tree_at(parent, dir.substr(slash + 1));
     close(parent);
+}
+
+int bwrap_stage(const BwrapStageRequest& request, const std::vector<std::string>& argv) {
+    return bwrap::run_stage(request, argv);
 }
 
 int landlock_exec(const LandlockExecRequest& request, const std::vector<std::string>& argv) {
@@ -122,7 +114,10 @@ int landlock_exec(const LandlockExecRequest& request, const std::vector<std::str
         return 125;
     }
     args.workspaceRoot = request.workspaceRoot;
+    if (!request.workspaceRootId.empty()) args.workspaceRootId = request.workspaceRootId;
     if (!request.tempDir.empty()) args.tempDir = request.tempDir;
+    if (!request.tempDirId.empty()) args.tempDirId = request.tempDirId;
+    args.keepFds = request.keepFds;
     if (!request.privateTempBase.empty()) args.privateTempBase = request.privateTempBase;
     args.statusFd = request.statusFd;
     if (request.maxAbi > 0) args.maxAbi = request.maxAbi;

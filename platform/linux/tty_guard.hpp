@@ -1,17 +1,21 @@
 // The terminal guard: a seccomp filter that refuses ioctl(TIOCSTI) and ioctl(TIOCLINUX), so a
 // confined command cannot push keystrokes into the caller's terminal (they would run outside
 // any sandbox) while it keeps that terminal as its controlling one (job control works).
+//
+// Under Landlock the same filter also refuses the ioctls that change a file's metadata where
+// Landlock has no hook (it governs ioctls on device files only): inode flags (chattr: append-only,
+// no-dump, no-atime, ...), the project and extended-attribute flags (FS_IOC_FSSETXATTR), the
+// inode generation, an encryption policy, and btrfs subvolume and snapshot creation, removal and
+// flags. They are refused everywhere, the workspace included: a named over-block. Under
+// bubblewrap a read-only mount already refuses them (EROFS) outside the writable roots.
 #pragma once
 
 #include <string>
 
 namespace dsh::linux_guard {
 
-// Installs the filter on the calling thread's process (no_new_privs must already be set).
-bool install_tty_guard(std::string& why);
-
-// A file descriptor (close-on-exec) from which the compiled filter can be read to its end: what
-// bubblewrap's `--seccomp FD` loads. -1 with `why` on failure.
-int tty_guard_fd(std::string& why);
+// Installs the filter on the calling process (no_new_privs must already be set).
+// `metadata_ioctls`: also refuse the metadata-changing ioctls listed above with EPERM.
+bool install_tty_guard(std::string& why, bool metadata_ioctls = false);
 
 }  // namespace dsh::linux_guard

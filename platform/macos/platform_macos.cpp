@@ -18,6 +18,10 @@ std::vector<std::string> default_backend_chain() { return {"seatbelt"}; }
 
 std::string system_name() { return "macOS"; }
 
+// Not listed on this system yet: a root that contains the per-user temp area (Seatbelt's, or the
+// restricted token's %TEMP%\dsh-confine) is not refused here (docs/security.md).
+std::vector<std::string> private_temp_bases() { return {}; }
+
 std::shared_ptr<const Backend> make_backend(const std::string& name, const Config& config, const HostContext& host) {
     if (name == "seatbelt") return std::make_shared<seatbelt::SeatbeltBackend>(config.seatbelt, host.protectedPaths);
     return nullptr;
@@ -43,6 +47,11 @@ void remove_run_temp_dir(const std::string& dir) {
     if (parent < 0) return;
     posix::remove_tree_at(parent, dir.substr(slash + 1));
     close(parent);
+}
+
+int bwrap_stage(const BwrapStageRequest& /*request*/, const std::vector<std::string>& /*argv*/) {
+    std::fprintf(stderr, "dsh-confine: error: BWRAP_STAGE: bwrap-stage: bubblewrap is a Linux mechanism, not available on macOS\n");
+    return 125;
 }
 
 int landlock_exec(const LandlockExecRequest& /*request*/, const std::vector<std::string>& /*argv*/) {

@@ -139,7 +139,8 @@ bool remove_tree_at(int dir_fd, const std::string& name) {
     if (!S_ISDIR(st.st_mode)) return unlinkat(dir_fd, name.c_str(), 0) == 0 || errno == ENOENT;
     int fd = openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0 && errno == EACCES) {
-        fchmodat(dir_fd, name.c_str(), 0700, 0);
+        // Never through a symlink: the name may have been swapped for one since the fstatat.
+        fchmodat(dir_fd, name.c_str(), 0700, AT_SYMLINK_NOFOLLOW);
         fd = openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     }
     if (fd < 0) return false;

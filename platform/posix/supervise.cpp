@@ -62,13 +62,11 @@ void drain(int fd) {
 // The process a forwarded signal is for. Under bubblewrap that is not bwrap (which dies of
 // most signals without passing them on) nor the sandbox's pid 1 (which ignores them), but
 // pid 1's child: the command itself.
-pid_t signal_target(pid_t child, StartProof proof, const std::string& status) {
+pid_t signal_target(pid_t child, const std::string& status) {
 #if !defined(__linux__)
-    (void)proof;
     (void)status;
     return child;
 #else
-    if (proof != StartProof::BwrapStatus) return child;
     const std::size_t key = status.find("\"child-pid\"");
     if (key == std::string::npos) return child;
     const long init = std::strtol(status.c_str() + status.find(':', key) + 1, nullptr, 10);
@@ -94,21 +92,8 @@ bool write_all(int fd, const char* data, std::size_t size) {
     return true;
 }
 
-// `killed`: the runner itself died of a signal, so a missing report proves nothing.
-std::optional<bool> judge_start(StartProof proof, const std::string& status, bool killed) {
-    if (proof == StartProof::ExecMarker) return status == "S";
-    if (proof == StartProof::BwrapStatus) {
-        std::size_t start = 0;
-        while (start < status.size()) {
-            std::size_t end = status.find('\n', start);
-            if (end == std::string::npos) end = status.size();
-            nlohmann::json line = nlohmann::json::parse(status.substr(start, end - start), nullptr, false);
-            if (line.is_object() && line.contains("exit-code")) return true;
-            start = end + 1;
-        }
-        if (killed) return std::nullopt;
-        return false;
-    }
+std::optional<bool> judge_start(StartProof proof, const std::string& status) {
+    if (proof == StartProof::ExecMarker) return !status.empty() && status.front() == 'S';
     return std::nullopt;
 }
 
@@ -177,8 +162,9 @@ bool read_report(int fd, KeeperReport& report) {
 // dsh-confine dies, even of SIGKILL, the `alive` pipe reads end-of-file and the keeper kills the
 // whole tree before it exits. (The runner also dies with the keeper, by its parent-death
 // signal.) It ignores the signals dsh-confine forwards, which are for the command.
-[[noreturn]] void keep(char* const* args, int alive, int report, int err_write, int status_write, int pass_fd,
-                       const struct sigaction* saved, const struct sigaction& saved_chld, const sigset_t& previous) {
+[[noreturn]] void keep(char* const* args, int alive, int report, int err_write, int status_write, int bwrap_write,
+                       const struct sigaction* saved, const struct sigaction& saved_chld,
+                       const struct sigaction& saved_pipe, const sigset_t& previous) {
 #if defined(__linux__)
     prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 #endif
@@ -206,10 +192,11 @@ bool read_report(int fd, KeeperReport& report) {
         close(g_wake[1]);
         for (std::size_t i = 0; i < sizeof kForwarded / sizeof kForwarded[0]; ++i) sigaction(kForwarded[i], &saved[i], nullptr);
         sigaction(SIGCHLD, &saved_chld, nullptr);
+        sigaction(SIGPIPE, &saved_pipe, nullptr);  // an ignored SIGPIPE would survive the execve
         sigprocmask(SIG_SETMASK, &previous, nullptr);  // the runner gets the caller's mask as it was
         dup2(err_write, 2);
         if (status_write >= 0) fcntl(status_write, F_SETFD, 0);  // inherited by the runner only
-        if (pass_fd >= 0) fcntl(pass_fd, F_SETFD, 0);
+        if (bwrap_write >= 0) fcntl(bwrap_write, F_SETFD, 0);
         execv(args[0], args);
         const char* message = "dsh-confine: error: RUNNER_EXEC: cannot execute the runner\n";
         (void)!write(2, message, std::strlen(message));
@@ -218,6 +205,7 @@ bool read_report(int fd, KeeperReport& report) {
     if (command < 0) _exit(125);
     close(err_write);
     if (status_write >= 0) close(status_write);
+    if (bwrap_write >= 0) close(bwrap_write);
     const KeeperReport started{'P', command};
     (void)!write(report, &started, sizeof started);
 
@@ -243,12 +231,12 @@ bool read_report(int fd, KeeperReport& report) {
 }  // namespace
 
 SupervisedRun supervise(std::vector<std::string> argv, StartProof proof, int status_fd_slot,
-                        const std::function<void(std::string_view)>& on_stderr, int pass_fd) {
+                        const std::function<void(std::string_view)>& on_stderr, int bwrap_status_slot) {
     SupervisedRun run;
     const auto began = std::chrono::steady_clock::now();
-    int err_pipe[2] = {-1, -1}, status_pipe[2] = {-1, -1}, alive[2] = {-1, -1}, report[2] = {-1, -1};
+    int err_pipe[2] = {-1, -1}, status_pipe[2] = {-1, -1}, bwrap_pipe[2] = {-1, -1}, alive[2] = {-1, -1}, report[2] = {-1, -1};
     const auto close_pipes = [&] {
-        for (int* pair : {err_pipe, status_pipe, g_wake, alive, report})
+        for (int* pair : {err_pipe, status_pipe, bwrap_pipe, g_wake, alive, report})
             for (int i = 0; i < 2; ++i)
                 if (pair[i] >= 0) close(pair[i]), pair[i] = -1;
     };
@@ -261,6 +249,10 @@ SupervisedRun supervise(std::vector<std::string> argv, StartProof proof, int sta
     if (proof != StartProof::None) {
         if (!make_pipe(status_pipe)) return pipe_failed();
         argv[static_cast<std::size_t>(status_fd_slot)] = std::to_string(status_pipe[1]);
+    }
+    if (bwrap_status_slot >= 0) {
+        if (!make_pipe(bwrap_pipe)) return pipe_failed();
+        argv[static_cast<std::size_t>(bwrap_status_slot)] = std::to_string(bwrap_pipe[1]);
     }
     std::vector<char*> args;
     args.reserve(argv.size() + 1);
@@ -282,10 +274,18 @@ SupervisedRun supervise(std::vector<std::string> argv, StartProof proof, int sta
     struct sigaction chld = action, saved_chld {};
     chld.sa_flags |= SA_NOCLDSTOP;
     sigaction(SIGCHLD, &chld, &saved_chld);
+    // A reader of our stderr that goes away must not kill dsh-confine: the passthrough stops,
+    // attribution, the report and the cleanup go on.
+    struct sigaction ignore_pipe {}, saved_pipe {};
+    ignore_pipe.sa_handler = SIG_IGN;
+    sigemptyset(&ignore_pipe.sa_mask);
+    sigaction(SIGPIPE, &ignore_pipe, &saved_pipe);
     const auto restore_signals = [&] {
         for (std::size_t i = 0; i < sizeof kForwarded / sizeof kForwarded[0]; ++i) sigaction(kForwarded[i], &saved[i], nullptr);
         sigaction(SIGCHLD, &saved_chld, nullptr);
         sigprocmask(SIG_SETMASK, &previous, nullptr);
+        // SIGPIPE stays ignored: what the caller does next (the report, its last stderr line)
+        // must not die of a reader that went away either.
     };
     if (!make_pipe(alive) || !make_pipe(report)) {
         restore_signals();
@@ -303,37 +303,40 @@ SupervisedRun supervise(std::vector<std::string> argv, StartProof proof, int sta
         close(report[0]);
         close(err_pipe[0]);
         if (status_pipe[0] >= 0) close(status_pipe[0]);
+        if (bwrap_pipe[0] >= 0) close(bwrap_pipe[0]);
         close(g_wake[0]);
         close(g_wake[1]);
-        keep(args.data(), alive[0], report[1], err_pipe[1], status_pipe[1], pass_fd, saved, saved_chld, previous);
+        keep(args.data(), alive[0], report[1], err_pipe[1], status_pipe[1], bwrap_pipe[1], saved, saved_chld, saved_pipe, previous);
     }
     run.spawned = true;
     sigset_t waiting = previous;  // SIGCHLD open until the end, even if the caller had blocked it
     sigdelset(&waiting, SIGCHLD);
     sigprocmask(SIG_SETMASK, &waiting, nullptr);
     // The keeper's ends (close_pipes closes the rest at the end).
-    for (int* end : {&alive[0], &report[1], &err_pipe[1], &status_pipe[1]})
+    for (int* end : {&alive[0], &report[1], &err_pipe[1], &status_pipe[1], &bwrap_pipe[1]})
         if (*end >= 0) close(*end), *end = -1;
     // The command's pid, which forwarded signals are for (the keeper ignores them).
     KeeperReport first{};
     const pid_t command = read_report(report[0], first) && first.kind == 'P' ? first.value : pid;
 
-    std::string status;
-    bool err_open = true, status_open = status_pipe[0] >= 0;
+    std::string status, bwrap_status;
+    bool err_open = true, status_open = status_pipe[0] >= 0, bwrap_open = bwrap_pipe[0] >= 0;
+    bool err_sink = true;  // our stderr still takes output (its reader may have gone away)
     // The command's end is watched apart from its stderr: what it left running may hold the
     // pipe open, and is ended once the command itself has exited. The keeper's exit is seen by
     // SIGCHLD on the wake pipe, and checked once before the first wait (it may be long gone).
     int wait_status = 0;
     bool reaped = waitpid(pid, &wait_status, WNOHANG) == pid;
     char buffer[65536];
-    while (err_open || status_open || !reaped) {
-        pollfd fds[3] = {{err_open ? err_pipe[0] : -1, POLLIN, 0},
+    while (err_open || status_open || bwrap_open || !reaped) {
+        pollfd fds[4] = {{err_open ? err_pipe[0] : -1, POLLIN, 0},
                          {status_open ? status_pipe[0] : -1, POLLIN, 0},
-                         {g_wake[0], POLLIN, 0}};
+                         {g_wake[0], POLLIN, 0},
+                         {bwrap_open ? bwrap_pipe[0] : -1, POLLIN, 0}};
         // Once the keeper is gone, what is left in the pipes is read without waiting for their
         // end: on Linux the keeper killed every writer first, but where it cannot (macOS) a
         // process the command left behind may hold them open.
-        const int ready = poll(fds, 3, reaped ? 0 : -1);
+        const int ready = poll(fds, 4, reaped ? 0 : -1);
         if (ready < 0) {
             if (errno == EINTR) continue;
             break;
@@ -344,7 +347,7 @@ SupervisedRun supervise(std::vector<std::string> argv, StartProof proof, int sta
             if (!reaped && waitpid(pid, &wait_status, WNOHANG) == pid) reaped = true;
             const unsigned pending = g_pending.exchange(0);
             if (pending) {
-                const pid_t target = signal_target(command, proof, status);
+                const pid_t target = signal_target(command, bwrap_status);
                 for (int sig : kForwarded)
                     if (pending & (1U << sig)) kill(target, sig);
             }
@@ -352,7 +355,9 @@ SupervisedRun supervise(std::vector<std::string> argv, StartProof proof, int sta
         if (err_open && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) {
             const ssize_t n = read(err_pipe[0], buffer, sizeof buffer);
             if (n > 0) {
-                write_all(2, buffer, static_cast<std::size_t>(n));
+                // A reader that went away (EPIPE) ends the passthrough, not the watch: the rest is
+                // still read, so the command is not blocked and its result still attributed.
+                if (err_sink) err_sink = write_all(2, buffer, static_cast<std::size_t>(n));
                 on_stderr(std::string_view(buffer, static_cast<std::size_t>(n)));
             } else if (n == 0 || errno != EINTR) {
                 err_open = false;
@@ -362,6 +367,11 @@ SupervisedRun supervise(std::vector<std::string> argv, StartProof proof, int sta
             const ssize_t n = read(status_pipe[0], buffer, sizeof buffer);
             if (n > 0) status.append(buffer, static_cast<std::size_t>(n));
             else if (n == 0 || errno != EINTR) status_open = false;
+        }
+        if (bwrap_open && (fds[3].revents & (POLLIN | POLLHUP | POLLERR))) {
+            const ssize_t n = read(bwrap_pipe[0], buffer, sizeof buffer);
+            if (n > 0) bwrap_status.append(buffer, static_cast<std::size_t>(n));
+            else if (n == 0 || errno != EINTR) bwrap_open = false;
         }
     }
     if (!reaped) {
@@ -377,7 +387,7 @@ SupervisedRun supervise(std::vector<std::string> argv, StartProof proof, int sta
 
     if (WIFEXITED(wait_status)) run.exitCode = WEXITSTATUS(wait_status);
     else if (WIFSIGNALED(wait_status)) run.signal = WTERMSIG(wait_status);
-    run.started = judge_start(proof, status, run.signal != 0);
+    run.started = judge_start(proof, status);
     run.execFailed = proof == StartProof::ExecMarker && status == "SF";
     run.durationMs = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - began).count();
     return run;

@@ -12,10 +12,9 @@
 namespace dsh::posix {
 
 enum class StartProof {
-    None,         // the runner cannot say; attribution relies on stderr alone
-    BwrapStatus,  // bubblewrap's --json-status-fd: an "exit-code" line only once exec succeeded
-                  // (no proof either way when bwrap itself was killed by a signal)
-    ExecMarker,   // landlock-exec --status-fd: 'S' just before execve, 'F' if execve failed
+    None,        // the runner cannot say; attribution relies on stderr alone
+    ExecMarker,  // the runner's --status-fd (landlock-exec, bubblewrap's stage): 'S' just
+                 // before execve, 'F' if execve failed
 };
 
 struct SupervisedRun {
@@ -28,10 +27,12 @@ struct SupervisedRun {
     long long durationMs = 0;
 };
 
+// SIGPIPE is ignored from here on (the command gets the disposition it had): a reader of
+// stderr that goes away ends the passthrough, not dsh-confine.
 // `status_fd_slot`: index in argv of a placeholder the fd number is written into (the runner
-// option's value), or -1 without a proof. `pass_fd`: a close-on-exec descriptor the runner
-// alone inherits (-1: none); the caller still owns it.
+// option's value), or -1 without a proof. `bwrap_status_slot`: the same for bubblewrap's
+// --json-status-fd (-1: none), read only to find the command for forwarded signals.
 SupervisedRun supervise(std::vector<std::string> argv, StartProof proof, int status_fd_slot,
-                        const std::function<void(std::string_view)>& on_stderr, int pass_fd = -1);
+                        const std::function<void(std::string_view)>& on_stderr, int bwrap_status_slot = -1);
 
 }  // namespace dsh::posix

@@ -14,6 +14,10 @@ std::vector<std::string> default_backend_chain() { return {"restricted-token"}; 
 
 std::string system_name() { return "Windows"; }
 
+// Not listed on this system yet: a root that contains the per-user temp area (Seatbelt's, or the
+// restricted token's %TEMP%\dsh-confine) is not refused here (docs/security.md).
+std::vector<std::string> private_temp_bases() { return {}; }
+
 std::shared_ptr<const Backend> make_backend(const std::string& name, const Config& config, const HostContext& host) {
     if (name == "restricted-token")
         return std::make_shared<restricted_token::RestrictedTokenBackend>(posix::self_executable(), config.restrictedToken,
@@ -43,6 +47,11 @@ int exec_plan(const ConfinedArgv& confined, const SandboxPolicy& /*policy*/, con
 StartProofPlan prepare_for_run(std::vector<std::string>& /*argv*/, const std::string& /*backend*/) { return {}; }
 
 void remove_run_temp_dir(const std::string& dir) { win32::remove_tree(dir); }
+
+int bwrap_stage(const BwrapStageRequest& /*request*/, const std::vector<std::string>& /*argv*/) {
+    std::fprintf(stderr, "dsh-confine: error: BWRAP_STAGE: bwrap-stage: bubblewrap is a Linux mechanism, not available on Windows\n");
+    return 125;
+}
 
 int landlock_exec(const LandlockExecRequest& /*request*/, const std::vector<std::string>& /*argv*/) {
     std::fprintf(stderr, "dsh-confine: error: LANDLOCK: landlock-exec: Landlock is a Linux mechanism, not available on Windows\n");

@@ -154,12 +154,19 @@ BENCHMARK(BM_LandlockArgv)->Unit(benchmark::kMicrosecond);
 dsh::ConfinedArgv bwrap_confined() {
     const dsh::SandboxPolicy policy = workspace_policy();
     dsh::ConfinedArgv out;
-    out.argv = dsh::bwrap::build_argv({"/usr/bin/bwrap", "/home/user/project", {}}, kCommand, policy);
+    dsh::bwrap::Layout layout;
+    layout.runner = "/usr/bin/bwrap";
+    layout.stage = "/usr/bin/dsh-confine";
+    layout.cwd = "/home/user/project";
+    layout.workspaceRootId = "2049:11";
+    layout.tempDirId = "2049:22";
+    layout.privateTemp = "/tmp/dsh-confine-1000";
+    out.argv = dsh::bwrap::build_argv(layout, kCommand, policy);
     out.backend = "bwrap";
     const dsh::Dialect rules = dsh::bwrap::dialect({});
     out.denialSignatures = rules.denialSignatures;
     out.runnerFailureRules = rules.runnerFailureRules;
-    out.writableRoots = dsh::bwrap::writable_roots(policy);
+    out.writableRoots = dsh::bwrap::writable_roots(policy, layout);
     return out;
 }
 

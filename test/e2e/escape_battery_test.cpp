@@ -5,6 +5,7 @@
 // command's exit status alone. A `full` backend must hold everything; every escape of a
 // `partial` backend must be one of the gaps its plan names; nothing allowed is over-blocked.
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -266,33 +267,71 @@ std::vector<Param> battery() {
 
 INSTANTIATE_TEST_SUITE_P(Linux, EscapeBattery, ::testing::ValuesIn(battery()), param_name);
 
-// The Landlock runner's private temp area goes when the command ends.
-TEST(TempArea, LandlockCallTempAreaIsRemovedAfterTheCommand) {
+// No process stays behind to remove a Landlock call's private temp area: the next call of the
+// same user removes every area whose owner has ended.
+TEST(TempArea, LandlockCallTempAreaIsRemovedByTheNextCall) {
     e2e::TempDir home;
     e2e::TempDir ws("/var/tmp");
     e2e::RunOptions options;
     options.env = e2e::isolated_env(home.path());
-    const e2e::Result result = e2e::run({"--backend", "landlock", "--mode", "workspace-write", "--workspace-root",
-                                         ws.path(), "--", "/bin/sh", "-c", "echo \"$TMPDIR\""}, options);
-    ASSERT_EQ(result.status, 0) << result.err;
-    const std::string dir = e2e::first_line(result.out);
+    const std::vector<std::string> call = {"--backend", "landlock", "--mode", "workspace-write", "--workspace-root",
+                                           ws.path(), "--", "/bin/sh", "-c", "echo x > \"$TMPDIR/f\"; echo \"$TMPDIR\""};
+    const e2e::Result first = e2e::run(call, options);
+    ASSERT_EQ(first.status, 0) << first.err;
+    const std::string dir = e2e::first_line(first.out);
     ASSERT_EQ(dir.rfind("/tmp/dsh-confine-" + std::to_string(getuid()) + "/call-", 0), 0u) << dir;
-    for (int i = 0; i < 200 && exists(dir); ++i) usleep(10000);
-    EXPECT_FALSE(exists(dir)) << dir << " outlived the command";
+    const e2e::Result second = e2e::run(call, options);
+    ASSERT_EQ(second.status, 0) << second.err;
+    EXPECT_FALSE(exists(dir)) << dir << " outlived the next call";
+    EXPECT_NE(e2e::first_line(second.out), dir);
 }
 
-// bubblewrap's temp area is a tmpfs: what the command writes there never reaches the host.
-TEST(TempArea, BwrapTempAreaIsPrivate) {
+// A live call's area is not removed by another call: its owner has not ended.
+TEST(TempArea, LandlockCallTempAreaOfALiveCallIsKept) {
+    e2e::TempDir home;
+    e2e::TempDir ws("/var/tmp");
+    e2e::RunOptions options;
+    options.env = e2e::isolated_env(home.path());
+    const std::string ready = ws / "ready";
+    const std::string go = ws / "go";
+    pid_t child = fork();
+    if (child == 0) {
+        e2e::run({"--backend", "landlock", "--mode", "workspace-write", "--workspace-root", ws.path(), "--", "/bin/sh", "-c",
+                  "echo \"$TMPDIR\" > \"$1\"; while [ ! -e \"$2\" ]; do sleep 0.05; done; test -d \"$TMPDIR\"",
+                  "sh", ready, go},
+                 options);
+        _exit(0);
+    }
+    for (int i = 0; i < 400 && read_file(ready).empty(); ++i) usleep(10000);
+    const std::string dir = e2e::first_line(read_file(ready));
+    ASSERT_FALSE(dir.empty());
+    EXPECT_EQ(e2e::run({"--backend", "landlock", "--mode", "workspace-write", "--workspace-root", ws.path(), "--", "true"},
+                       options).status, 0);
+    EXPECT_TRUE(exists(dir)) << "a live call's temp area was removed";
+    e2e::write_file(go, "");
+    int status = 0;
+    waitpid(child, &status, 0);
+}
+
+// bubblewrap's per-call temp area is a private tmpfs: what the command writes there never
+// reaches the host, and the host's /tmp itself is read-only, as under Landlock.
+TEST(TempArea, BwrapTempAreaIsPrivateAndTmpIsReadOnly) {
     e2e::TempDir home;
     e2e::TempDir ws("/var/tmp");
     e2e::RunOptions options;
     options.env = e2e::isolated_env(home.path());
     const std::string name = "dsh-battery-private-" + std::to_string(getpid());
     const e2e::Result result = e2e::run({"--backend", "bwrap", "--mode", "workspace-write", "--workspace-root",
-                                         ws.path(), "--", "/bin/sh", "-c", "echo x > /tmp/" + name + " && cat /tmp/" + name},
+                                         ws.path(), "--", "/bin/sh", "-c",
+                                         "echo x > \"$TMPDIR/" + name + "\" && cat \"$TMPDIR/" + name + "\" && echo \"$TMPDIR\"; "
+                                         "echo y > /tmp/" + name},
                                         options);
-    ASSERT_EQ(result.status, 0) << result.err;
-    EXPECT_EQ(result.out, "x\n");
+    EXPECT_NE(result.status, 0);
+    EXPECT_EQ(e2e::first_line(result.out), "x");
+    EXPECT_NE(result.err.find("Read-only file system"), std::string::npos) << result.err;
+    const std::string temp = result.out.substr(2, result.out.find('\n', 2) - 2);
+    EXPECT_EQ(temp, "/tmp/dsh-confine-" + std::to_string(getuid()));
+    EXPECT_FALSE(exists(temp + "/" + name));
     EXPECT_FALSE(exists("/tmp/" + name));
 }
 
@@ -300,53 +339,58 @@ TEST(TempArea, BwrapTempAreaIsPrivate) {
 
 namespace {
 
-// A workspace that contains dsh-confine's own state (HOME as the workspace): the command
-// must not be able to rewrite the session log that decides its next call's mode.
-TEST(OwnState, BwrapKeepsTheSessionLogReadOnlyInsideTheWorkspace) {
+// A workspace that contains dsh-confine's own state (HOME as the workspace): the command could
+// rewrite the session log, the probe cache or the config that decide its next call's policy,
+// or replace a directory on their way. Such a root is refused before anything runs, on every
+// backend, whether the state exists yet or not.
+class OwnState : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(OwnState, ARootThatContainsTheStateIsRefusedAndNothingRuns) {
     e2e::TempDir home("/var/tmp");
     e2e::RunOptions options;
     options.env = e2e::isolated_env(home.path());
     ASSERT_EQ(e2e::run({"session", "start", "own", "--cwd", home.path()}, options).status, 0);
     ASSERT_EQ(e2e::run({"session", "mode", "own", "workspace-write"}, options).status, 0);
     const std::string log = home / "state/dsh-confine/sessions/own/events.log";
-    const std::string before = read_file(log);
-    const e2e::Result r = e2e::run({"--backend", "bwrap", "--session", "own", "--", "/bin/sh", "-c",
-                                    "echo '{\"type\":\"sandbox/mode\",\"mode\":\"danger-full-access\"}' >> \"$1\"", "sh", log},
-                                   options);
-    EXPECT_NE(r.status, 0);
-    EXPECT_EQ(read_file(log), before);
+    const std::string before = host_snapshot(home.path());
+    for (const std::vector<std::string>& call :
+         {std::vector<std::string>{"--backend", GetParam(), "--session", "own", "--"},
+          std::vector<std::string>{"run", "--backend", GetParam(), "--session", "own", "--"},
+          std::vector<std::string>{"--print", "--backend", GetParam(), "--session", "own", "--"}}) {
+        std::vector<std::string> args = call;
+        args.insert(args.end(), {"/bin/sh", "-c", "echo '{\"type\":\"sandbox/mode\",\"mode\":\"danger-full-access\"}' >> \"$1\"; echo ran", "sh", log});
+        const e2e::Result r = e2e::run(args, options);
+        EXPECT_TRUE(e2e::IsError(r, "OWN_STATE_IN_ROOT")) << args[0];
+        EXPECT_NE(r.err.find(home / "state/dsh-confine"), std::string::npos) << r.err;
+    }
+    EXPECT_EQ(host_snapshot(home.path()), before);
     const e2e::Result policy = e2e::run({"policy", "--session", "own"}, options);
     EXPECT_NE(policy.out.find("\"workspace-write\""), std::string::npos) << policy.out;
 }
 
-TEST(OwnState, BwrapStateCannotBeMovedAsideAndReplaced) {
+TEST_P(OwnState, ARootThatContainsTheConfigDirectoryIsRefusedEvenBeforeItExists) {
     e2e::TempDir home("/var/tmp");
     e2e::RunOptions options;
     options.env = e2e::isolated_env(home.path());
-    ASSERT_EQ(e2e::run({"session", "start", "own", "--cwd", home.path()}, options).status, 0);
-    options.cwd = home.path();
-    // A first call makes the session's temp area: what follows must change nothing.
-    ASSERT_EQ(e2e::run({"--backend", "bwrap", "--mode", "workspace-write", "--session", "own", "--", "true"}, options).status, 0);
-    const std::string before = host_snapshot(home / "state");
-    const e2e::Result r = e2e::run({"--backend", "bwrap", "--mode", "workspace-write", "--session", "own", "--", "/bin/sh", "-c",
-                                    "mv state state.old || mv state/dsh-confine state/x || rm -rf state"}, options);
-    EXPECT_NE(r.status, 0);
-    EXPECT_EQ(host_snapshot(home / "state"), before);
-    EXPECT_FALSE(exists(home / "state.old"));
+    options.env["DSH_CONFINE_STATE_DIR"] = "/var/tmp/dsh-own-state-elsewhere-" + std::to_string(getpid());
+    options.env["XDG_CACHE_HOME"] = "/var/tmp/dsh-own-cache-elsewhere-" + std::to_string(getpid());
+    ASSERT_FALSE(exists(home / "config/dsh-confine"));
+    const e2e::Result r = e2e::run({"--backend", GetParam(), "--mode", "workspace-write", "--workspace-root", home.path(),
+                                    "--", "/bin/sh", "-c", "mkdir -p config/dsh-confine; echo ran"}, options);
+    EXPECT_TRUE(e2e::IsError(r, "OWN_STATE_IN_ROOT")) << r.err;
+    EXPECT_FALSE(exists(home / "config/dsh-confine"));
 }
 
-TEST(OwnState, LandlockNamesTheStateInsideTheWorkspaceAsAGap) {
+TEST_P(OwnState, ARootThatContainsThePrivateTempBaseIsRefused) {
     e2e::TempDir home("/var/tmp");
     e2e::RunOptions options;
     options.env = e2e::isolated_env(home.path());
-    const e2e::Result r = e2e::run({"--print", "--backend", "landlock", "--mode", "workspace-write", "--workspace-root",
-                                    home.path(), "--", "true"}, options);
-    ASSERT_EQ(r.status, 0) << r.err;
-    const nlohmann::json plan = nlohmann::json::parse(r.out);
-    bool named = false;
-    for (const auto& gap : plan["enforcementGaps"])
-        named = named || gap.get<std::string>().find(home / "state/dsh-confine") != std::string::npos;
-    EXPECT_TRUE(named) << r.out;
+    const e2e::Result r = e2e::run({"--backend", GetParam(), "--mode", "workspace-write", "--workspace-root", "/tmp", "--",
+                                    "/bin/sh", "-c", "echo ran"}, options);
+    EXPECT_TRUE(e2e::IsError(r, "OWN_STATE_IN_ROOT")) << r.err;
+    EXPECT_NE(r.err.find("/tmp/dsh-confine-" + std::to_string(getuid())), std::string::npos) << r.err;
 }
+
+INSTANTIATE_TEST_SUITE_P(Linux, OwnState, ::testing::Values("bwrap", "landlock"));
 
 }  // namespace

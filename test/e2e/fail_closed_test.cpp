@@ -31,9 +31,11 @@ struct Scene {
         mkdir((home / "config/dsh-confine").c_str(), 0700);
         e2e::write_file(home / "config/dsh-confine/config.toml", text);
     }
-    // A runner script in the scene, made executable.
+    // A runner script, made executable. It lies outside the workspace (`dir`): a runner inside
+    // a root the command may write is refused before anything is tried.
     std::string fake(const std::string& name, const std::string& body) {
-        const std::string path = dir / name;
+        mkdir((home / "bin").c_str(), 0755);
+        const std::string path = home / ("bin/" + name);
         e2e::write_file(path, "#!/bin/sh\n" + body);
         chmod(path.c_str(), 0755);
         return path;
@@ -41,6 +43,13 @@ struct Scene {
     std::vector<std::string> confined(const std::vector<std::string>& options_before) const {
         std::vector<std::string> args = options_before;
         args.insert(args.end(), {"--mode", "workspace-write", "--workspace-root", dir.path(), "--", "/usr/bin/touch", sentinel});
+        return args;
+    }
+    // A read-only call whose command says on stdout that it ran (a sentinel file cannot be
+    // written in read-only mode, so only its output proves it ran).
+    std::vector<std::string> read_only(const std::vector<std::string>& options_before) const {
+        std::vector<std::string> args = options_before;
+        args.insert(args.end(), {"--mode", "read-only", "--workspace-root", dir.path(), "--", "/bin/sh", "-c", "echo ran"});
         return args;
     }
 };
@@ -97,8 +106,9 @@ TEST(FailClosed, RefusingBwrapInAChainFallsBackToLandlockStillConfined) {
     Scene s;
     const std::string fake = s.fake("bwrap", "echo 'bwrap: Creating new namespace failed: Operation not permitted' >&2\nexit 1\n");
     s.config("[provider]\nbackends = [\"bwrap\", \"landlock\"]\n[backend.bwrap]\npath = \"" + fake + "\"\n");
-    const std::string outside = s.dir / "outside";
-    const e2e::Result r = e2e::run({"--mode", "workspace-write", "--workspace-root", s.home.path(), "--", "/usr/bin/touch", outside},
+    e2e::TempDir elsewhere("/var/tmp");
+    const std::string outside = elsewhere / "outside";
+    const e2e::Result r = e2e::run({"--mode", "workspace-write", "--workspace-root", s.dir.path(), "--", "/usr/bin/touch", outside},
                                    s.options);
     EXPECT_NE(r.status, 0);
     EXPECT_FALSE(exists(outside)) << "the fallback ran the command unconfined";
@@ -111,9 +121,23 @@ TEST(FailClosed, RealBwrapInsideAnUnmappedUserNamespaceFailsClosed) {
     s.config("[provider]\nbackends = [\"bwrap\"]\n");
     e2e::RunOptions options = s.options;
     options.prefix = {"/usr/bin/unshare", "-U"};
-    const e2e::Result r = e2e::run(s.confined({"run"}), options);
+    const e2e::Result r = e2e::run(s.read_only({"run"}), options);
     EXPECT_EQ(r.status, 125);
     EXPECT_NE(r.err.find("RUNNER_FAILURE"), std::string::npos) << r.err;
+    EXPECT_EQ(r.out, "");
+}
+
+// In workspace-write it fails earlier: an unmapped uid cannot prove the private temp base its
+// own, so bubblewrap is not even tried.
+TEST(FailClosed, RealBwrapInsideAnUnmappedUserNamespaceRefusesWorkspaceWriteBeforeRunning) {
+    Scene s;
+    E2E_REQUIRE(e2e::run_program({"/usr/bin/unshare", "-U", "/bin/true"}).status == 0, "unshare -U is not permitted here");
+    s.config("[provider]\nbackends = [\"bwrap\"]\n");
+    e2e::RunOptions options = s.options;
+    options.prefix = {"/usr/bin/unshare", "-U"};
+    const e2e::Result r = e2e::run(s.confined({"run"}), options);
+    EXPECT_TRUE(e2e::IsError(r, "SANDBOX_UNAVAILABLE"));
+    EXPECT_NE(r.err.find("is not mapped"), std::string::npos) << r.err;
     EXPECT_FALSE(exists(s.sentinel));
 }
 
@@ -122,9 +146,9 @@ TEST(FailClosed, RealBwrapInsideAnUnmappedUserNamespaceExecPathIsClassifiedRunne
     E2E_REQUIRE(e2e::run_program({"/usr/bin/unshare", "-U", "/bin/true"}).status == 0, "unshare -U is not permitted here");
     e2e::RunOptions options = s.options;
     options.prefix = {"/usr/bin/unshare", "-U"};
-    const e2e::Result r = e2e::run(s.confined({"--backend", "bwrap"}), options);
+    const e2e::Result r = e2e::run(s.read_only({"--backend", "bwrap"}), options);
     EXPECT_NE(r.status, 0);
-    EXPECT_FALSE(exists(s.sentinel));
+    EXPECT_EQ(r.out, "");
     e2e::RunOptions classify = s.options;
     classify.input = r.err;
     const e2e::Result verdict =

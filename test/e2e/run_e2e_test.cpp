@@ -491,13 +491,17 @@ TEST_F(RunLandlock, SessionTempAreaIsSharedAcrossCallsAndRemovedBySessionEnd) {
     EXPECT_FALSE(e2e::exists(dir));
 }
 
-TEST_F(RunBwrap, SessionTempAreaIsTheSandboxsTmp) {
+// The session's temp area is $TMPDIR at its own path, kept from call to call; the host's /tmp
+// stays what it is, readable and not writable.
+TEST_F(RunBwrap, SessionTempAreaIsTmpdirAndKept) {
     const std::string ws = scratch.path();
     ASSERT_EQ(dsh({"session", "start", "tmpbw", "--cwd", ws}).status, 0);
-    ASSERT_EQ(dsh({"run", "--backend", "bwrap", "--session", "tmpbw", "--mode", "workspace-write", "--", "/bin/sh", "-c",
-                   "echo kept > /tmp/note"}).status, 0);
-    const e2e::Result second =
-        dsh({"run", "--backend", "bwrap", "--session", "tmpbw", "--mode", "workspace-write", "--", "cat", "/tmp/note"});
+    const e2e::Result first = dsh({"run", "--backend", "bwrap", "--session", "tmpbw", "--mode", "workspace-write", "--",
+                                   "/bin/sh", "-c", "echo kept > \"$TMPDIR/note\" && echo \"$TMPDIR\""});
+    ASSERT_EQ(first.status, 0) << first.err;
+    EXPECT_EQ(e2e::first_line(first.out), home / "state/dsh-confine/sessions/tmpbw/tmp");
+    const e2e::Result second = dsh({"run", "--backend", "bwrap", "--session", "tmpbw", "--mode", "workspace-write", "--",
+                                    "/bin/sh", "-c", "cat \"$TMPDIR/note\""});
     EXPECT_EQ(second.out, "kept\n") << second.err;
     EXPECT_TRUE(e2e::exists(home / "state/dsh-confine/sessions/tmpbw/tmp/note"));
     ASSERT_EQ(dsh({"session", "end", "tmpbw"}).status, 0);
@@ -559,19 +563,21 @@ TEST_F(RunLandlock, InATerminalKeystrokesCannotBeInjected) {
         dsh({"run", "--backend", "landlock", "--", e2e::binary(), "__effect", "tiocsti"}, in_terminal(options())));
 }
 
-// A printed plan cannot carry the terminal guard's file descriptor, so it detaches the
-// terminal instead (`--new-session`): injection is refused there too, at the cost of job control.
-TEST_F(RunBwrap, APrintedPlanInATerminalDetachesItAndRefusesInjection) {
-    const e2e::Result plan =
-        dsh({"--print", "--format", "shell", "--backend", "bwrap", "--", e2e::binary(), "__effect", "tiocsti"});
+// The stage inside bubblewrap installs the terminal guard itself, so a printed plan keeps the
+// terminal exactly as the exec path does: job control works, injection is refused.
+TEST_F(RunBwrap, APrintedPlanInATerminalKeepsItAndRefusesInjection) {
+    const std::string root = scratch.path();
+    const e2e::Result plan = dsh({"--print", "--format", "shell", "--backend", "bwrap", "--workspace-root", root, "--",
+                                  e2e::binary(), "__effect", "tiocsti"});
     ASSERT_EQ(plan.status, 0) << plan.err;
-    ASSERT_TRUE(contains(plan.out, " --new-session ")) << plan.out;
+    EXPECT_FALSE(contains(plan.out, "--new-session")) << plan.out;
     e2e::RunOptions o = in_terminal(options());
     const e2e::Result r = e2e::run_program({"/bin/sh", "-c", plan.out}, o);
-    EXPECT_FALSE(r.timedOut);
-    EXPECT_EQ(r.status, 1) << r.err;
-    EXPECT_TRUE(contains(r.err, "ioctl TIOCSTI")) << r.err;
-    EXPECT_EQ(r.ptyPending, 0);
+    expect_injection_refused(r);
+    const e2e::Result jobs = dsh(with({"--print", "--format", "shell", "--backend", "bwrap", "--workspace-root", root, "--"},
+                                      kJobControl));
+    ASSERT_EQ(jobs.status, 0) << jobs.err;
+    expect_job_control(e2e::run_program({"/bin/sh", "-c", jobs.out}, o));
 }
 
 }  // namespace

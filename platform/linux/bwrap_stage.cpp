@@ -1,0 +1,173 @@
+#include "bwrap_stage.hpp"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "../posix/safe_path.hpp"
+#include "runner.hpp"
+#include "tty_guard.hpp"
+
+namespace dsh::bwrap {
+namespace {
+
+int fail(const std::string& message) {
+    std::fprintf(stderr, "dsh-confine: error: BWRAP_STAGE: %s\n", message.c_str());
+    return 125;
+}
+
+std::string errno_text(const std::string& what) { return what + ": " + std::strerror(errno); }
+
+class Fd {
+public:
+    explicit Fd(int fd = -1) : fd_(fd) {}
+    Fd(const Fd&) = delete;
+    Fd& operator=(const Fd&) = delete;
+    ~Fd() {
+        if (fd_ >= 0) close(fd_);
+    }
+    int get() const { return fd_; }
+    explicit operator bool() const { return fd_ >= 0; }
+
+private:
+    int fd_;
+};
+
+struct Target {
+    posix::FileIdentity id;
+    std::string path;
+};
+
+bool parse_target(const std::string& text, Target& out, std::string& why) {
+    const std::size_t at = text.find('@');
+    std::optional<posix::FileIdentity> id;
+    if (at != std::string::npos) id = posix::FileIdentity::parse(std::string_view(text).substr(0, at));
+    if (!id || at + 1 >= text.size() || text[at + 1] != '/') {
+        why = "'" + text + "' is not DEV:INO@/ABSOLUTE/PATH";
+        return false;
+    }
+    out = {*id, text.substr(at + 1)};
+    return true;
+}
+
+bool write_file(const char* path, const std::string& text, std::string& why) {
+    const int fd = open(path, O_WRONLY | O_CLOEXEC);
+    const bool ok = fd >= 0 && write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+    if (!ok) why = errno_text(path);
+    if (fd >= 0) close(fd);
+    return ok;
+}
+
+// Unprivileged, bubblewrap's sandbox sits in a user namespace that may not mount. A user and
+// mount namespace of the stage's own may: it maps only this uid and gid, and every mount it
+// inherits is locked there, so nothing of bubblewrap's layout can be undone from it.
+bool enter_own_namespaces(std::string& why) {
+    const uid_t uid = geteuid();
+    const gid_t gid = getegid();
+    if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) {
+        why = errno_text("unshare(user and mount namespace)");
+        return false;
+    }
+    return write_file("/proc/self/uid_map", std::to_string(uid) + " " + std::to_string(uid) + " 1\n", why) &&
+           write_file("/proc/self/setgroups", "deny", why) &&
+           write_file("/proc/self/gid_map", std::to_string(gid) + " " + std::to_string(gid) + " 1\n", why);
+}
+
+// Moves a copy of the staged mount onto `target`'s path. The staged directory (a bind of the
+// host path, when `check_staged`) and the target (reached without symlinks) must both be the
+// directory the plan named: a rename or a planted symlink since then stops the call here.
+bool mount_over(const std::string& staged, bool check_staged, const Target& target, std::string& why) {
+    Fd from(open(staged.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!from) {
+        why = errno_text(staged);
+        return false;
+    }
+    if (check_staged && posix::identity_of(from.get()) != std::optional<posix::FileIdentity>(target.id)) {
+        why = target.path + " is no longer the directory the plan named (it was replaced since); nothing ran";
+        return false;
+    }
+    Fd to(posix::open_no_symlinks(target.path, O_PATH | O_DIRECTORY));
+    if (!to) {
+        why = target.path + (errno == ELOOP ? ": a component is now a symlink (refused); nothing ran"
+                                            : ": " + std::string(std::strerror(errno)));
+        return false;
+    }
+    if (posix::identity_of(to.get()) != std::optional<posix::FileIdentity>(target.id)) {
+        why = target.path + " is no longer the directory the plan named (it was replaced since); nothing ran";
+        return false;
+    }
+    Fd tree(open_tree(from.get(), "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE));
+    if (!tree) {
+        why = errno_text("open_tree " + staged);
+        return false;
+    }
+    if (move_mount(tree.get(), "", to.get(), "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) != 0) {
+        why = errno_text("move_mount onto " + target.path);
+        return false;
+    }
+    return true;
+}
+
+bool proc_read_only() {
+    struct statvfs st {};
+    return statvfs("/proc", &st) == 0 && (st.f_flag & ST_RDONLY) != 0;
+}
+
+}  // namespace
+
+int run_stage(const StageRequest& request, const std::vector<std::string>& argv) {
+    if (argv.empty()) return fail("no command to run");
+    if (request.statusFd >= 0) fcntl(request.statusFd, F_SETFD, FD_CLOEXEC);
+    if (request.chdir.empty() || request.chdir.front() != '/') return fail("--chdir must be an absolute path");
+    if (!request.tempBind.empty() && !request.tempTmpfs.empty()) return fail("give --temp-bind or --temp-tmpfs, not both");
+    std::string why;
+    std::vector<Target> roots(request.roots.size());
+    for (std::size_t i = 0; i < roots.size(); ++i)
+        if (!parse_target(request.roots[i], roots[i], why)) return fail("--root " + why);
+    Target temp;
+    const std::string& temp_text = request.tempBind.empty() ? request.tempTmpfs : request.tempBind;
+    if (!temp_text.empty() && !parse_target(temp_text, temp, why)) return fail("--temp " + why);
+
+    const std::string staging = kStagingDir;
+    if (!roots.empty() || !temp_text.empty()) {
+        if (!linux_runner::has_sys_admin() && !enter_own_namespaces(why)) return fail(why);
+        if (!temp_text.empty() && !mount_over(staging + "/temp", request.tempTmpfs.empty(), temp, why)) return fail(why);
+        for (std::size_t i = 0; i < roots.size(); ++i)
+            if (!mount_over(staging + "/" + std::to_string(i), true, roots[i], why)) return fail(why);
+        // The staged mounts stay under the staging directory (locked, unprivileged): an empty
+        // read-only tmpfs covers them, so the command reaches each root at its real path only.
+        if (mount("tmpfs", staging.c_str(), "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=0555") != 0)
+            return fail(errno_text("covering " + staging));
+    }
+    // /proc read-only (bubblewrap 0.8 leaves /proc/sys writable to root otherwise): bubblewrap
+    // remounts it when there are no mounts to make; with them, the stage needed it writable for
+    // its uid and gid maps, and remounts it here.
+    if (!proc_read_only()) {
+        mount_attr attr{};
+        attr.attr_set = MOUNT_ATTR_RDONLY;
+        if (mount_setattr(AT_FDCWD, "/proc", AT_RECURSIVE, &attr, sizeof attr) != 0 || !proc_read_only())
+            return fail(errno_text("remounting /proc read-only"));
+    }
+    // The cwd is reached as the roots are, without symlinks: it may lie in one of them.
+    {
+        Fd here(posix::open_no_symlinks(request.chdir, O_PATH | O_DIRECTORY));
+        if (!here || fchdir(here.get()) != 0)
+            return fail("cannot enter the working directory " + request.chdir + ": " +
+                        (errno == ELOOP ? std::string("a component is a symlink") : std::string(std::strerror(errno))));
+    }
+    if (!temp_text.empty()) setenv("TMPDIR", temp.path.c_str(), 1);
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return fail(errno_text("no_new_privs"));
+    if (!linux_guard::install_tty_guard(why)) return fail(why);
+    if (!linux_runner::drop_capabilities(why)) return fail(why);
+    return linux_runner::exec_command(argv, request.statusFd, request.keepFds, "BWRAP_STAGE");
+}
+
+}  // namespace dsh::bwrap
