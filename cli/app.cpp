@@ -17,6 +17,8 @@
 #include <string_view>
 #include <vector>
 
+#include <fcntl.h>
+
 #include <CLI/CLI.hpp>
 #include <spdlog/cfg/env.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -130,6 +132,9 @@ std::vector<CLI::Option*> add_policy_options(CLI::App& app, PolicyOptions& optio
     if (with_backend) {
         added.push_back(app.add_option("--backend", options.backend, "force one backend, no chain (bwrap, landlock, ...)")->check(kNonEmpty));
         added.push_back(app.add_flag("--require-full", options.requireFull, "refuse a plan whose enforcement is partial"));
+        added.push_back(app.add_option("--keep-fd", options.keepFds,
+                                       "pass descriptor N (above 2) on to the command; every other one is closed (repeatable)")
+                            ->check(CLI::Range(3, 1 << 30)));
     }
     return added;
 }
@@ -248,14 +253,21 @@ void check_program(const std::vector<std::string>& argv, std::string* resolved) 
 
 }  // namespace
 
+void require_open_fds(const std::vector<int>& fds) {
+    for (int fd : fds)
+        if (fcntl(fd, F_GETFD) < 0) throw Error(code::Usage, "--keep-fd " + std::to_string(fd) + " is not an open file descriptor");
+}
+
 void write_out(const std::string& text) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
 }
 
-Planned plan_call(const PolicyOptions& options, const std::vector<std::string>& argv, bool json_errors) {
+Planned plan_call(const PolicyOptions& options, const std::vector<std::string>& argv, bool json_errors,
+                  std::optional<SandboxExecutionPolicy>* resolved) {
     if (argv.empty()) throw Error(code::Usage, "no PROGRAM given (usage: dsh-confine [OPTIONS] [--] PROGRAM [ARG...])");
     Planned out{resolve(options), {}, std::nullopt};
+    if (resolved) *resolved = out.resolved.policy;
     const std::vector<std::string> chain = chain_for(options, out.resolved.config);  // a bad --backend is an error in every mode
     check_program(argv, nullptr);
     const std::optional<ConfinedSandboxMode> mode = confined(out.resolved.policy.mode);
@@ -288,8 +300,11 @@ Planned plan_call(const PolicyOptions& options, const std::vector<std::string>& 
         posix::StateDirStorage storage(state_dir());
         out.resolved.sessionTempDir = Sessions(storage).temp_dir(*out.resolved.policy.sessionId);
     }
-    const SandboxPolicy policy{*mode, out.resolved.policy.workspaceRoot, out.resolved.policy.sessionId,
-                               out.resolved.sessionTempDir};
+    SandboxPolicy policy{*mode, out.resolved.policy.workspaceRoot, out.resolved.policy.sessionId,
+                         out.resolved.sessionTempDir};
+    policy.keepFds = options.keepFds;
+    std::sort(policy.keepFds.begin(), policy.keepFds.end());
+    policy.keepFds.erase(std::unique(policy.keepFds.begin(), policy.keepFds.end()), policy.keepFds.end());
     ProviderParts parts = build_provider(chain, out.resolved.config, host);
     SandboxProvider provider(parts.backends, parts.cache ? &*parts.cache : nullptr, out.resolved.config.probeTimeoutMs);
     ProviderResult result = provider.confine(argv, policy);
@@ -324,6 +339,7 @@ Planned plan_call(const PolicyOptions& options, const std::vector<std::string>& 
 namespace {
 
 int run_exec(const PolicyOptions& options, const std::vector<std::string>& argv) {
+    require_open_fds(options.keepFds);
     Planned planned = plan_call(options, argv, false);
     if (!planned.plan.confined) {
         std::string path;

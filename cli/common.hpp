@@ -27,6 +27,7 @@ struct PolicyOptions {
     std::string config;
     std::string backend;
     bool requireFull = false;
+    std::vector<int> keepFds;  // --keep-fd: descriptors above 2 passed on to the command
 };
 
 struct Resolved {
@@ -43,12 +44,17 @@ struct Planned {
 
 Config load_configuration(const std::string& explicit_file);
 Resolved resolve(const PolicyOptions& options);
-Planned plan_call(const PolicyOptions& options, const std::vector<std::string>& argv, bool json_errors);
+// `resolved`, when given, receives the policy as soon as it is resolved (for a report of a
+// failure that comes after).
+Planned plan_call(const PolicyOptions& options, const std::vector<std::string>& argv, bool json_errors,
+                  std::optional<SandboxExecutionPolicy>* resolved = nullptr);
 std::optional<std::string> cache_dir();
 // The cwd and dsh-confine's own files (state, cache, config) for the backends.
 platform::HostContext host_context(const Config& config);
 std::string current_dir();
 void write_out(const std::string& text);
+// --keep-fd names descriptors that must be open when the command is run here (USAGE otherwise).
+void require_open_fds(const std::vector<int>& fds);
 
 struct DoctorOptions {
     bool json = false;

@@ -22,6 +22,7 @@ inline constexpr const char* SandboxUnavailable = "SANDBOX_UNAVAILABLE";
 inline constexpr const char* EnforcementPartial = "ENFORCEMENT_PARTIAL";
 inline constexpr const char* Plan = "PLAN";
 inline constexpr const char* Input = "INPUT";
+inline constexpr const char* Report = "REPORT";
 inline constexpr const char* RunnerExec = "RUNNER_EXEC";
 inline constexpr const char* Landlock = "LANDLOCK";
 inline constexpr const char* Internal = "INTERNAL";

@@ -48,6 +48,7 @@ ojson plan_json(const Plan& plan) {
         out["runnerFailureRules"] = rules;
         out["policy"] = policy_json(plan.policy);
         out["writableRoots"] = c.writableRoots;
+        out["passedFds"] = c.passedFds;
     } else {
         out["backend"] = nullptr;
         out["enforcement"] = nullptr;
@@ -56,6 +57,7 @@ ojson plan_json(const Plan& plan) {
         out["runnerFailureRules"] = ojson::array();
         out["policy"] = policy_json(plan.policy);
         out["writableRoots"] = ojson::array({"/"});
+        out["passedFds"] = nullptr;  // unconfined: whatever the caller left open is inherited
     }
     return out;
 }

@@ -10,12 +10,14 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #if defined(__linux__)
 #include <dirent.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #endif
 
 #include <nlohmann/json.hpp>
@@ -79,6 +81,17 @@ pid_t signal_target(pid_t child, const std::string& status) {
     }
     return command > 0 ? static_cast<pid_t>(command) : child;
 #endif
+}
+
+// Whether descriptors 1 and 2 are one open file: the same open file description where the kernel
+// can say (kcmp), else the same file.
+bool stdout_is_stderr() {
+#if defined(__linux__)
+    const long same = syscall(SYS_kcmp, getpid(), getpid(), 0 /* KCMP_FILE */, 1, 2);
+    if (same >= 0) return same == 0;
+#endif
+    struct stat out {}, err {};
+    return fstat(1, &out) == 0 && fstat(2, &err) == 0 && out.st_dev == err.st_dev && out.st_ino == err.st_ino;
 }
 
 bool write_all(int fd, const char* data, std::size_t size) {
@@ -162,7 +175,7 @@ bool read_report(int fd, KeeperReport& report) {
 // dsh-confine dies, even of SIGKILL, the `alive` pipe reads end-of-file and the keeper kills the
 // whole tree before it exits. (The runner also dies with the keeper, by its parent-death
 // signal.) It ignores the signals dsh-confine forwards, which are for the command.
-[[noreturn]] void keep(char* const* args, int alive, int report, int err_write, int status_write, int bwrap_write,
+[[noreturn]] void keep(char* const* args, bool merge, int alive, int report, int err_write, int status_write, int bwrap_write,
                        const struct sigaction* saved, const struct sigaction& saved_chld,
                        const struct sigaction& saved_pipe, const sigset_t& previous) {
 #if defined(__linux__)
@@ -195,6 +208,7 @@ bool read_report(int fd, KeeperReport& report) {
         sigaction(SIGPIPE, &saved_pipe, nullptr);  // an ignored SIGPIPE would survive the execve
         sigprocmask(SIG_SETMASK, &previous, nullptr);  // the runner gets the caller's mask as it was
         dup2(err_write, 2);
+        if (merge) dup2(err_write, 1);
         if (status_write >= 0) fcntl(status_write, F_SETFD, 0);  // inherited by the runner only
         if (bwrap_write >= 0) fcntl(bwrap_write, F_SETFD, 0);
         execv(args[0], args);
@@ -291,6 +305,7 @@ SupervisedRun supervise(std::vector<std::string> argv, StartProof proof, int sta
         restore_signals();
         return pipe_failed();
     }
+    run.merged = stdout_is_stderr();
     const pid_t pid = fork();  // the keeper
     if (pid < 0) {
         run.spawnError = std::string("fork: ") + std::strerror(errno);
@@ -306,7 +321,7 @@ SupervisedRun supervise(std::vector<std::string> argv, StartProof proof, int sta
         if (bwrap_pipe[0] >= 0) close(bwrap_pipe[0]);
         close(g_wake[0]);
         close(g_wake[1]);
-        keep(args.data(), alive[0], report[1], err_pipe[1], status_pipe[1], bwrap_pipe[1], saved, saved_chld, saved_pipe, previous);
+        keep(args.data(), run.merged, alive[0], report[1], err_pipe[1], status_pipe[1], bwrap_pipe[1], saved, saved_chld, saved_pipe, previous);
     }
     run.spawned = true;
     sigset_t waiting = previous;  // SIGCHLD open until the end, even if the caller had blocked it
@@ -350,6 +365,7 @@ SupervisedRun supervise(std::vector<std::string> argv, StartProof proof, int sta
                 const pid_t target = signal_target(command, bwrap_status);
                 for (int sig : kForwarded)
                     if (pending & (1U << sig)) kill(target, sig);
+                run.forwardedSignals |= pending;
             }
         }
         if (err_open && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) {

@@ -24,9 +24,14 @@ struct SupervisedRun {
     int signal = 0;      // when a signal ended it
     std::optional<bool> started;  // from the proof, when there is one
     bool execFailed = false;      // the runner reached the command's execve, which failed
+    unsigned forwardedSignals = 0;  // bit N set: signal N was forwarded to the command
+    bool merged = false;            // stdout and stderr were one open file: passed through as one stream
     long long durationMs = 0;
 };
 
+// When stdout and stderr are the same open file (`>log 2>&1`, one pipe, one pty), the command
+// gets one pipe for both, so their order is kept byte for byte, and `on_stderr` sees the merged
+// stream; otherwise stdout is inherited untouched.
 // SIGPIPE is ignored from here on (the command gets the disposition it had): a reader of
 // stderr that goes away ends the passthrough, not dsh-confine.
 // `status_fd_slot`: index in argv of a placeholder the fd number is written into (the runner

@@ -84,14 +84,14 @@ TEST(RenderPlanJson, FieldsComeInTheContractOrder) {
     const ojson doc = ojson::parse(render_plan_json(confined_plan(sample_policy(), sample_confined())));
     EXPECT_EQ(keys_of(doc), (std::vector<std::string>{"argv", "backend", "enforcement", "enforcementGaps",
                                                       "denialSignatures", "runnerFailureRules", "policy",
-                                                      "writableRoots"}));
+                                                      "writableRoots", "passedFds"}));
 }
 
 TEST(RenderPlanJson, UnconfinedFieldsComeInTheSameOrder) {
     const ojson doc = ojson::parse(render_plan_json(unconfined_plan(sample_policy(), {"ls"})));
     EXPECT_EQ(keys_of(doc), (std::vector<std::string>{"argv", "backend", "enforcement", "enforcementGaps",
                                                       "denialSignatures", "runnerFailureRules", "policy",
-                                                      "writableRoots"}));
+                                                      "writableRoots", "passedFds"}));
 }
 
 TEST(RenderPlanJson, CarriesTheConfinedFacts) {
