@@ -33,6 +33,7 @@
 #include "../lib/session.hpp"
 #include "../platform/platform.hpp"
 #include "../platform/posix/process.hpp"
+#include "../platform/posix/safe_path.hpp"
 #include "../platform/posix/state_store.hpp"
 #include "common.hpp"
 #include "verify.hpp"
@@ -180,6 +181,10 @@ Resolved resolve(const PolicyOptions& options) {
             }
         }();
         for (const auto& warning : state.warnings) spdlog::warn("{}", warning);
+        // Immutable means the same directory, not the same string: a command in another session
+        // may have renamed a component or planted a symlink on the way since.
+        require_same_cwd(state, posix::NoSymlinkIdentity());
+        out.workspaceRootId = state.cwdId;
         view = SessionPolicyView{state.cwd, state.last_mode()};
     }
     out.policy = resolve_policy(request, view, out.config, current_dir());
@@ -303,6 +308,7 @@ Planned plan_call(const PolicyOptions& options, const std::vector<std::string>& 
     SandboxPolicy policy{*mode, out.resolved.policy.workspaceRoot, out.resolved.policy.sessionId,
                          out.resolved.sessionTempDir};
     policy.keepFds = options.keepFds;
+    policy.workspaceRootId = out.resolved.workspaceRootId;
     std::sort(policy.keepFds.begin(), policy.keepFds.end());
     policy.keepFds.erase(std::unique(policy.keepFds.begin(), policy.keepFds.end()), policy.keepFds.end());
     ProviderParts parts = build_provider(chain, out.resolved.config, host);
@@ -439,7 +445,8 @@ int run_classify(const std::string& plan_file, const std::string& backend, const
 
 int run_session(const std::string& action, const std::string& id, const std::string& argument) {
     posix::StateDirStorage storage(state_dir());
-    Sessions sessions(storage);
+    const posix::NoSymlinkIdentity identity;
+    Sessions sessions(storage, &identity);
     if (action == "start") {
         const bool created = sessions.start(id, argument);
         spdlog::info("session '{}' {}", id, created ? "started" : "already started with this cwd");

@@ -34,6 +34,7 @@ struct Resolved {
     Config config;
     SandboxExecutionPolicy policy;
     std::optional<std::string> sessionTempDir;
+    std::optional<std::string> workspaceRootId;  // a session's cwd identity, as recorded and checked
 };
 
 struct Planned {

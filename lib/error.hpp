@@ -15,6 +15,7 @@ namespace code {
 inline constexpr const char* Usage = "USAGE";
 inline constexpr const char* Config = "CONFIG";
 inline constexpr const char* Session = "SESSION";
+inline constexpr const char* SessionCwdChanged = "SESSION_CWD_CHANGED";
 inline constexpr const char* State = "STATE";
 inline constexpr const char* WorkspaceRoot = "WORKSPACE_ROOT";
 inline constexpr const char* OwnStateInRoot = "OWN_STATE_IN_ROOT";

@@ -65,11 +65,21 @@ ParsedLog parse_session_log(std::string_view content, const std::string& id) {
     return log;
 }
 
-std::string encode_session_record(const std::string& id, const std::string& cwd) {
+std::string encode_session_record(const std::string& id, const std::string& cwd, const std::optional<std::string>& cwd_id) {
     nlohmann::ordered_json record;
     record["sessionId"] = id;
     record["cwd"] = cwd;
+    if (cwd_id) record["cwdId"] = *cwd_id;
     return record.dump() + "\n";
+}
+
+std::optional<std::string> decode_session_cwd_id(std::string_view record, const std::string& id) {
+    nlohmann::json parsed = nlohmann::json::parse(record, nullptr, false);
+    if (!parsed.is_object()) throw Error(code::Session, "session '" + id + "': its record is damaged");
+    auto cwd_id = parsed.find("cwdId");
+    if (cwd_id == parsed.end()) return std::nullopt;
+    if (!cwd_id->is_string()) throw Error(code::Session, "session '" + id + "': its record is damaged");
+    return cwd_id->get<std::string>();
 }
 
 std::string decode_session_cwd(std::string_view record, const std::string& id) {
@@ -89,7 +99,13 @@ std::optional<SandboxMode> SessionState::last_mode() const {
 bool Sessions::start(const std::string& id, const std::string& cwd) {
     require_valid_session_id(id);
     const std::string canonical = canonical_directory(cwd, "--cwd");
-    if (storage_.create_record(id, encode_session_record(id, canonical))) return true;
+    std::optional<std::string> cwd_id;
+    if (identity_) {
+        std::string why;
+        cwd_id = identity_->of(canonical, why);
+        if (!cwd_id) throw Error(code::WorkspaceRoot, "--cwd '" + cwd + "': " + why);
+    }
+    if (storage_.create_record(id, encode_session_record(id, canonical, cwd_id))) return true;
     auto existing = storage_.read_record(id);
     if (!existing) throw Error(code::Session, "session '" + id + "': its record vanished while starting");
     const std::string recorded = decode_session_cwd(*existing, id);
@@ -112,6 +128,7 @@ SessionState Sessions::show(const std::string& id) {
     SessionState state;
     state.id = id;
     state.cwd = decode_session_cwd(*record, id);
+    state.cwdId = decode_session_cwd_id(*record, id);
     if (auto log = storage_.read_log(id)) {
         ParsedLog parsed = parse_session_log(*log, id);
         state.events = std::move(parsed.events);
@@ -123,6 +140,20 @@ SessionState Sessions::show(const std::string& id) {
 void Sessions::end(const std::string& id) {
     require_valid_session_id(id);
     if (!storage_.remove(id)) throw Error(code::Session, "no session '" + id + "'");
+}
+
+void require_same_cwd(const SessionState& state, const DirectoryIdentity& identity) {
+    if (!state.cwdId)
+        throw Error(code::Session, "session '" + state.id + "' was started without its cwd's identity (by an older "
+                                   "dsh-confine), so its cwd cannot be proven unchanged; end it and start it again");
+    std::string why;
+    const std::optional<std::string> now = identity.of(state.cwd, why);
+    if (!now)
+        throw Error(code::SessionCwdChanged, "session '" + state.id + "': its cwd " + state.cwd + " is no longer the directory it "
+                                             "started in (" + why + "); nothing ran");
+    if (*now != *state.cwdId)
+        throw Error(code::SessionCwdChanged, "session '" + state.id + "': its cwd " + state.cwd + " is no longer the directory it "
+                                             "started in (it was replaced: " + *state.cwdId + " then, " + *now + " now); nothing ran");
 }
 
 std::string Sessions::temp_dir(const std::string& id) {

@@ -34,8 +34,21 @@ struct ParsedLog {
 // line before it is an error, since skipping it could silently widen the session's mode.
 ParsedLog parse_session_log(std::string_view content, const std::string& id);
 
-std::string encode_session_record(const std::string& id, const std::string& cwd);
+// The record: the canonical cwd and, since the cwd's identity is recorded, its "DEV:INO".
+std::string encode_session_record(const std::string& id, const std::string& cwd,
+                                  const std::optional<std::string>& cwd_id = std::nullopt);
 std::string decode_session_cwd(std::string_view record, const std::string& id);
+std::optional<std::string> decode_session_cwd_id(std::string_view record, const std::string& id);
+
+// Names a directory by its identity ("DEV:INO"), reached at a canonical path without following
+// any symlink: what makes a session's cwd immutable as a directory, not only as a string.
+// platform/ implements it; tests fake it.
+class DirectoryIdentity {
+public:
+    virtual ~DirectoryIdentity() = default;
+    // nullopt with `why` when the path is missing, not a directory, or passes a symlink.
+    virtual std::optional<std::string> of(const std::string& canonical_path, std::string& why) const = 0;
+};
 
 // The raw storage of sessions. Implementations make create_record atomic and exclusive, make
 // append_log atomic with respect to concurrent appenders, and never follow a planted symlink.
@@ -56,6 +69,7 @@ public:
 struct SessionState {
     std::string id;
     std::string cwd;
+    std::optional<std::string> cwdId;  // absent in records of older versions
     std::vector<SessionEvent> events;
     std::vector<std::string> warnings;
 
@@ -64,10 +78,12 @@ struct SessionState {
 
 class Sessions {
 public:
-    explicit Sessions(SessionStorage& storage) : storage_(storage) {}
+    // With `identity`, start() records the cwd's identity too.
+    explicit Sessions(SessionStorage& storage, const DirectoryIdentity* identity = nullptr)
+        : storage_(storage), identity_(identity) {}
 
-    // Records the canonical cwd. Starting again with the same cwd is a no-op; with another,
-    // an error. Returns false for the no-op.
+    // Records the canonical cwd (and its identity). Starting again with the same cwd is a
+    // no-op; with another, an error. Returns false for the no-op.
     bool start(const std::string& id, const std::string& cwd);
     void set_mode(const std::string& id, SandboxMode mode, const std::string& at);
     SessionState show(const std::string& id);
@@ -76,6 +92,11 @@ public:
 
 private:
     SessionStorage& storage_;
+    const DirectoryIdentity* identity_;
 };
+
+// The session's cwd is still the directory recorded at `session start`: at the same canonical
+// path, reached without a symlink, with the same identity. SESSION_CWD_CHANGED otherwise.
+void require_same_cwd(const SessionState& state, const DirectoryIdentity& identity);
 
 }  // namespace dsh

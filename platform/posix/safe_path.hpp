@@ -12,6 +12,8 @@
 #include <string>
 #include <string_view>
 
+#include "../../lib/session.hpp"
+
 namespace dsh::posix {
 
 // A file's identity: its device and inode numbers, written "DEV:INO".
@@ -43,5 +45,14 @@ std::optional<FileIdentity> directory_identity(const std::string& path, std::str
 // or remove what they do not own. Returns the canonical path, which is what should be executed;
 // nullopt with `why` naming the component that fails.
 std::optional<std::string> trusted_executable(const std::string& path, std::string& why);
+
+// directory_identity() as lib/'s DirectoryIdentity (sessions record and check their cwd with it).
+class NoSymlinkIdentity : public DirectoryIdentity {
+public:
+    std::optional<std::string> of(const std::string& canonical_path, std::string& why) const override {
+        const auto id = directory_identity(canonical_path, why);
+        return id ? std::optional<std::string>(id->text()) : std::nullopt;
+    }
+};
 
 }  // namespace dsh::posix
