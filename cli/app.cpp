@@ -27,6 +27,7 @@
 #include "../lib/error.hpp"
 #include "../lib/plan.hpp"
 #include "../lib/policy.hpp"
+#include "../lib/policy_service.hpp"
 #include "../lib/provider.hpp"
 #include "../lib/session.hpp"
 #include "../platform/platform.hpp"
@@ -158,26 +159,16 @@ Resolved resolve(const PolicyOptions& options) {
                                          "'; modes: read-only, workspace-write, danger-full-access");
     }
     if (!options.workspaceRoot.empty()) request.workspaceRoot = options.workspaceRoot;
-    std::optional<SessionPolicyView> view;
     std::optional<posix::StateDirStorage> storage;
     if (!options.session.empty()) {
+        // A bad ID is SESSION before the state directory is looked for (which may be STATE).
         require_valid_session_id(options.session);
         request.sessionId = options.session;
         storage.emplace(state_dir());
-        Sessions sessions(*storage);
-        SessionState state = [&] {
-            try {
-                return sessions.show(options.session);
-            } catch (const Error& e) {
-                if (e.code() == code::Session && std::string(e.what()).rfind("no session", 0) == 0)
-                    throw Error(code::Session, "unknown session '" + options.session + "' (start it with 'dsh-confine session start')");
-                throw;
-            }
-        }();
-        for (const auto& warning : state.warnings) spdlog::warn("{}", warning);
-        view = SessionPolicyView{state.cwd, state.last_mode()};
     }
-    out.policy = resolve_policy(request, view, out.config, current_dir());
+    const SandboxPolicyService service(out.config, storage ? &*storage : nullptr, current_dir,
+                                       [](const std::string& warning) { spdlog::warn("{}", warning); });
+    out.policy = service.resolve(request);
     return out;
 }
 
