@@ -23,6 +23,7 @@
 #include <spdlog/spdlog.h>
 
 #include "../lib/classify.hpp"
+#include "../lib/confine.hpp"
 #include "../lib/config.hpp"
 #include "../lib/error.hpp"
 #include "../lib/plan.hpp"
@@ -193,37 +194,7 @@ platform::HostContext host_context(const Config& config) {
 
 namespace {
 
-std::vector<std::string> chain_for(const PolicyOptions& options, const Config& config) {
-    if (!options.backend.empty()) {
-        const auto& known = known_backend_names();
-        if (std::find(known.begin(), known.end(), options.backend) == known.end()) {
-            std::string message = "unknown backend '" + options.backend + "'";
-            if (auto close = did_you_mean(options.backend, known)) message += " (did you mean '" + *close + "'?)";
-            throw Error(code::Usage, message + "; backends: bwrap, landlock, seatbelt, restricted-token");
-        }
-        return {options.backend};
-    }
-    return config.backends.value_or(platform::default_backend_chain());
-}
-
-struct ProviderParts {
-    std::vector<std::shared_ptr<const Backend>> backends;
-    std::vector<CandidateRejection> foreign;  // names that belong to another system
-    std::optional<posix::FileProbeCache> cache;
-};
-
-ProviderParts build_provider(const std::vector<std::string>& chain, const Config& config,
-                             const platform::HostContext& host) {
-    ProviderParts parts;
-    for (const auto& name : chain) {
-        if (auto backend = platform::make_backend(name, config, host)) parts.backends.push_back(backend);
-        else parts.foreign.push_back({name, "not available on " + platform::system_name()});
-    }
-    if (config.probeCache)
-        if (auto dir = cache_dir()) parts.cache.emplace(*dir);
-    return parts;
-}
-
+// PROGRAM on PATH, with env(1)'s messages and statuses: 127 not found, 126 not executable.
 void check_program(const std::vector<std::string>& argv, std::string* resolved) {
     const posix::ProgramLookup found = posix::resolve_program(argv.front());
     if (found.status == posix::Lookup::NotFound) {
@@ -237,6 +208,59 @@ void check_program(const std::vector<std::string>& argv, std::string* resolved) 
     if (resolved) *resolved = found.path;
 }
 
+ProgramLocation find_program(const std::string& program) {
+    const posix::ProgramLookup found = posix::resolve_program(program);
+    const ProgramStatus status = found.status == posix::Lookup::Found      ? ProgramStatus::Found
+                                 : found.status == posix::Lookup::NotFound ? ProgramStatus::NotFound
+                                                                           : ProgramStatus::NotExecutable;
+    return {status, found.path};
+}
+
+// platform::make_backend with the host's view of one call. That view is found once, when the
+// first backend is built, as it depends on the mode: dsh-confine's own files matter only where
+// the command may write (every backend guards them in workspace-write alone), so read-only
+// skips finding them (a dozen path lookups).
+class PlatformBackends : public BackendFactory {
+public:
+    explicit PlatformBackends(const Config& config) : config_(config) {}
+
+    std::shared_ptr<const Backend> make(const std::string& name, const SandboxPolicy& policy) override {
+        if (!host_) host_ = host_for(policy);
+        return platform::make_backend(name, config_, *host_);
+    }
+    std::string system_name() const override { return platform::system_name(); }
+
+private:
+    platform::HostContext host_for(const SandboxPolicy& policy) const {
+        platform::HostContext host;
+        if (policy.mode != ConfinedSandboxMode::WorkspaceWrite) {
+            host.cwd = current_dir();
+            return host;
+        }
+        host = host_context(config_);
+        // dsh-confine's own directories inside the workspace are made now, so that they exist
+        // to be bound read-only: a command must not plant them for a later call to trust.
+        for (const auto& path : paths_within(host.protectedPaths, policy.workspaceRoot))
+            if (!std::filesystem::exists(path)) posix::make_private_dirs(path);
+        return host;
+    }
+
+    const Config& config_;
+    std::optional<platform::HostContext> host_;
+};
+
+// SANDBOX_UNAVAILABLE with --print --format json also puts the candidates on stdout, for scripts.
+void print_unavailable(const ConfineFailure& failure, const SandboxExecutionPolicy& policy) {
+    nlohmann::ordered_json error;
+    error["error"]["code"] = failure.code;
+    error["error"]["message"] = failure.message;
+    nlohmann::ordered_json candidates = nlohmann::ordered_json::array();
+    for (const auto& r : failure.candidates) candidates.push_back({{"backend", r.backend}, {"reason", r.reason}});
+    error["error"]["candidates"] = candidates;
+    error["policy"] = policy_json(policy);
+    write_out(error.dump() + "\n");
+}
+
 }  // namespace
 
 void write_out(const std::string& text) {
@@ -247,60 +271,36 @@ void write_out(const std::string& text) {
 Planned plan_call(const PolicyOptions& options, const std::vector<std::string>& argv, bool json_errors) {
     if (argv.empty()) throw Error(code::Usage, "no PROGRAM given (usage: dsh-confine [OPTIONS] [--] PROGRAM [ARG...])");
     Planned out{resolve(options), {}, std::nullopt};
-    const std::vector<std::string> chain = chain_for(options, out.resolved.config);  // a bad --backend is an error in every mode
-    check_program(argv, nullptr);
-    const std::optional<ConfinedSandboxMode> mode = confined(out.resolved.policy.mode);
-    if (!mode) {
-        out.plan = unconfined_plan(out.resolved.policy, argv);
-        return out;
-    }
-    if (out.resolved.policy.sessionId && *mode == ConfinedSandboxMode::WorkspaceWrite) {
-        // The session's temp area is made on its first confined use (not by `policy`).
-        posix::StateDirStorage storage(state_dir());
-        out.resolved.sessionTempDir = Sessions(storage).temp_dir(*out.resolved.policy.sessionId);
-    }
-    const SandboxPolicy policy{*mode, out.resolved.policy.workspaceRoot, out.resolved.policy.sessionId,
-                               out.resolved.sessionTempDir};
-    // dsh-confine's own files matter only where the command may write: every backend guards
-    // them in workspace-write alone. Read-only skips finding them (a dozen path lookups).
-    platform::HostContext host;
-    if (*mode == ConfinedSandboxMode::WorkspaceWrite) {
-        host = host_context(out.resolved.config);
-        // dsh-confine's own directories inside the workspace are made now, so that they exist
-        // to be bound read-only: a command must not plant them for a later call to trust.
-        for (const auto& path : paths_within(host.protectedPaths, policy.workspaceRoot))
-            if (!std::filesystem::exists(path)) posix::make_private_dirs(path);
-    } else {
-        host.cwd = current_dir();
-    }
-    ProviderParts parts = build_provider(chain, out.resolved.config, host);
-    SandboxProvider provider(parts.backends, parts.cache ? &*parts.cache : nullptr, out.resolved.config.probeTimeoutMs);
-    ProviderResult result = provider.confine(argv, policy);
-    if (!result.confined) {
-        std::vector<CandidateRejection> rejected = parts.foreign;
-        rejected.insert(rejected.end(), result.rejected.begin(), result.rejected.end());
-        const std::string message = describe_rejections(rejected);
-        if (json_errors) {
-            nlohmann::ordered_json error;
-            error["error"]["code"] = code::SandboxUnavailable;
-            error["error"]["message"] = message;
-            nlohmann::ordered_json candidates = nlohmann::ordered_json::array();
-            for (const auto& r : rejected) candidates.push_back({{"backend", r.backend}, {"reason", r.reason}});
-            error["error"]["candidates"] = candidates;
-            error["policy"] = policy_json(out.resolved.policy);
-            write_out(error.dump() + "\n");
+    const Config& config = out.resolved.config;
+
+    PlatformBackends backends(config);
+    std::optional<posix::FileProbeCache> cache;
+    if (config.probeCache)
+        if (auto dir = cache_dir()) cache.emplace(*dir);
+    // resolve() found the state directory already: a call with a session has one.
+    std::optional<posix::StateDirStorage> storage;
+    if (out.resolved.policy.sessionId) storage.emplace(state_dir());
+    const ConfineHost host{backends, platform::default_backend_chain(), find_program, storage ? &*storage : nullptr,
+                           cache ? &*cache : nullptr};
+
+    ConfineRequest request{out.resolved.policy, argv, std::nullopt, options.requireFull};
+    if (!options.backend.empty()) request.backend = options.backend;
+    ConfineOutcome outcome = confine_call(request, config, host);
+    if (outcome.failure) {
+        const ConfineFailure& failure = *outcome.failure;
+        if (failure.code == code::CommandNotFound || failure.code == code::CommandNotExecutable) {
+            // Printed here, as env(1) does, with its status rather than 125.
+            std::fprintf(stderr, "dsh-confine: error: %s: %s\n", failure.code.c_str(), failure.message.c_str());
+            throw ExitStatus{failure.code == code::CommandNotFound ? 127 : 126};
         }
-        for (const auto& r : rejected) spdlog::info("backend {}: {}", r.backend, r.reason);
-        throw Error(code::SandboxUnavailable, message);
+        if (failure.code == code::SandboxUnavailable) {
+            if (json_errors) print_unavailable(failure, out.resolved.policy);
+            for (const auto& r : failure.candidates) spdlog::info("backend {}: {}", r.backend, r.reason);
+        }
+        throw Error(failure.code, failure.message);
     }
-    if (options.requireFull && result.confined->enforcement == SandboxEnforcement::Partial) {
-        std::string gaps;
-        for (const auto& gap : result.confined->enforcementGaps) gaps += (gaps.empty() ? "" : "; ") + gap;
-        throw Error(code::EnforcementPartial, "--require-full: backend " + result.confined->backend +
-                                                  " enforces this policy only partially: " + gaps);
-    }
-    out.confinedPolicy = policy;
-    out.plan = confined_plan(out.resolved.policy, std::move(*result.confined));
+    out.plan = std::move(*outcome.plan);
+    out.confinedPolicy = std::move(outcome.providerPolicy);
     return out;
 }
 

@@ -32,7 +32,6 @@ struct PolicyOptions {
 struct Resolved {
     Config config;
     SandboxExecutionPolicy policy;
-    std::optional<std::string> sessionTempDir;
 };
 
 struct Planned {
