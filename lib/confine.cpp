@@ -21,6 +21,13 @@ std::vector<std::string> backend_chain(const std::optional<std::string>& forced,
     return config.backends.value_or(default_chain);
 }
 
+std::optional<ConfineFailure> unrunnable_program(const std::string& program, const ProgramLocation& location) {
+    if (location.status == ProgramStatus::NotFound) return ConfineFailure{code::CommandNotFound, program + ": not found", {}};
+    if (location.status == ProgramStatus::NotExecutable)
+        return ConfineFailure{code::CommandNotExecutable, location.path + ": permission denied", {}};
+    return std::nullopt;
+}
+
 namespace {
 
 ConfineOutcome failed(std::string code, std::string message, std::vector<CandidateRejection> candidates = {}) {
@@ -35,11 +42,11 @@ ConfineOutcome confine_call(const ConfineRequest& request, const Config& config,
     if (request.argv.empty()) throw Error(code::Usage, "no PROGRAM given");
     const std::vector<std::string> chain = backend_chain(request.backend, config, host.defaultChain);
 
-    const ProgramLocation program = host.findProgram(request.argv.front());
-    if (program.status == ProgramStatus::NotFound)
-        return failed(code::CommandNotFound, request.argv.front() + ": not found");
-    if (program.status == ProgramStatus::NotExecutable)
-        return failed(code::CommandNotExecutable, program.path + ": permission denied");
+    if (auto unrunnable = unrunnable_program(request.argv.front(), host.findProgram(request.argv.front()))) {
+        ConfineOutcome out;
+        out.failure = std::move(*unrunnable);
+        return out;
+    }
 
     const std::optional<ConfinedSandboxMode> mode = confined(request.policy.mode);
     if (!mode) {

@@ -63,6 +63,10 @@ struct ConfineFailure {
     std::vector<CandidateRejection> candidates;
 };
 
+// COMMAND_NOT_FOUND or COMMAND_NOT_EXECUTABLE (env(1)'s 127 and 126) for a PROGRAM that
+// cannot be run; nullopt when it can.
+std::optional<ConfineFailure> unrunnable_program(const std::string& program, const ProgramLocation& location);
+
 struct ConfineOutcome {
     std::optional<Plan> plan;                     // what runs, or
     std::optional<ConfineFailure> failure;        // why nothing does
