@@ -1,6 +1,7 @@
-// What the subcommands share: the policy options, configuration lookup, and the front half
-// of every confining call (resolve, check PROGRAM, ask the provider), which ends in a plan
-// or in one of dsh-confine's own errors.
+// What the subcommands share: the policy options, where dsh-confine's own files are, the
+// config lookup, and the front half of every confining call (resolve, then plan_call: the
+// lib's confine step with the host filled in), which ends in a plan or in one of
+// dsh-confine's own errors. Each subcommand's entry point is declared here for app.cpp.
 #pragma once
 
 #include <optional>
@@ -33,8 +34,6 @@ struct PolicyOptions {
 struct Resolved {
     Config config;
     SandboxExecutionPolicy policy;
-    std::optional<std::string> sessionTempDir;
-    std::optional<std::string> workspaceRootId;  // a session's cwd identity, as recorded and checked
 };
 
 struct Planned {
@@ -43,19 +42,38 @@ struct Planned {
     std::optional<SandboxPolicy> confinedPolicy;
 };
 
+// $DSH_CONFINE_STATE_DIR, else $XDG_STATE_HOME/dsh-confine, else ~/.local/state/dsh-confine
+// (STATE when none is an absolute path).
+std::string state_dir();
+// The probe cache's directory, or nullopt when there is no place for it (then no caching).
+std::optional<std::string> cache_dir();
+// --config > $DSH_CONFINE_CONFIG > XDG/~/.config > /etc > built-in.
 Config load_configuration(const std::string& explicit_file);
+// The process's cwd (WORKSPACE_ROOT when it cannot be read).
+std::string current_dir();
+// The cwd and dsh-confine's own files (state, cache, config) for the backends.
+platform::HostContext host_context(const Config& config);
+// stdout, flushed: the product of a subcommand.
+void write_out(const std::string& text);
+
+// policy_command.cpp: the options resolved by SandboxPolicyService.
 Resolved resolve(const PolicyOptions& options);
+int run_policy(const PolicyOptions& options);
+
+// exec.cpp: the plan of a call (the exec path, --print and run), or one of dsh-confine's own
+// errors; with `json_errors`, SANDBOX_UNAVAILABLE also prints its candidates on stdout.
 // `resolved`, when given, receives the policy as soon as it is resolved (for a report of a
 // failure that comes after).
 Planned plan_call(const PolicyOptions& options, const std::vector<std::string>& argv, bool json_errors,
                   std::optional<SandboxExecutionPolicy>* resolved = nullptr);
-std::optional<std::string> cache_dir();
-// The cwd and dsh-confine's own files (state, cache, config) for the backends.
-platform::HostContext host_context(const Config& config);
-std::string current_dir();
-void write_out(const std::string& text);
 // --keep-fd names descriptors that must be open when the command is run here (USAGE otherwise).
 void require_open_fds(const std::vector<int>& fds);
+int run_exec(const PolicyOptions& options, const std::vector<std::string>& argv);
+int run_print(const PolicyOptions& options, const std::string& format, const std::vector<std::string>& argv);
+
+int run_classify(const std::string& plan_file, const std::string& backend, const std::string& exit_code_text,
+                 const std::string& stderr_file, const std::string& format, const std::string& config_file);
+int run_session(const std::string& action, const std::string& id, const std::string& argument);
 
 struct DoctorOptions {
     bool json = false;

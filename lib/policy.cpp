@@ -78,6 +78,7 @@ SandboxExecutionPolicy resolve_policy(const SandboxPolicyRequest& request,
 
     if (session) {
         policy.workspaceRoot = canonical_directory(session->cwd, "the session's cwd");
+        policy.workspaceRootId = session->cwdId;
         if (request.workspaceRoot) {
             const std::string given = canonical_directory(*request.workspaceRoot, "--workspace-root");
             if (given != policy.workspaceRoot)

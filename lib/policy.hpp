@@ -22,6 +22,7 @@ struct SandboxPolicyRequest {
 struct SessionPolicyView {
     std::string cwd;
     std::optional<SandboxMode> lastMode;
+    std::optional<std::string> cwdId = std::nullopt;  // as recorded and checked
 };
 
 // mode: request > session's last event > config default > read-only.

@@ -29,6 +29,9 @@ struct SandboxExecutionPolicy {
     SandboxMode mode = SandboxMode::ReadOnly;
     std::string workspaceRoot;  // absolute and canonical
     std::optional<std::string> sessionId;
+    // The workspace root's identity ("DEV:INO") where resolution has it: a session's, recorded at
+    // `session start` and checked at this call. Not part of the printed policy.
+    std::optional<std::string> workspaceRootId = std::nullopt;
 
     bool operator==(const SandboxExecutionPolicy&) const = default;
 };

@@ -10,72 +10,13 @@
 
 #include <gtest/gtest.h>
 
+#include "fakes.hpp"
+
 namespace dsh {
 namespace {
 
-// A backend whose answers are set by the test and which counts how often it is asked.
-class FakeBackend : public Backend {
-public:
-    explicit FakeBackend(std::string name) : name_(std::move(name)) {}
-
-    std::string checkFailure;    // non-empty: check() fails with this reason
-    std::string probeFailure;    // non-empty: probe() fails with this reason
-    std::string confineFailure;  // non-empty: confine() fails with this reason
-    std::string identity = "identity-1";
-
-    mutable int checks = 0;
-    mutable int probes = 0;
-    mutable int confines = 0;
-    mutable int lastTimeoutMs = 0;
-
-    std::string name() const override { return name_; }
-    Expected<Usable> check() const override {
-        ++checks;
-        if (!checkFailure.empty()) return Expected<Usable>::failure(checkFailure);
-        return Usable{};
-    }
-    Expected<Usable> probe(int timeout_ms) const override {
-        ++probes;
-        lastTimeoutMs = timeout_ms;
-        if (!probeFailure.empty()) return Expected<Usable>::failure(probeFailure);
-        return Usable{};
-    }
-    std::string probe_identity() const override { return identity; }
-    Expected<ConfinedArgv> confine(const std::vector<std::string>& argv, const SandboxPolicy& policy) const override {
-        ++confines;
-        if (!confineFailure.empty()) return Expected<ConfinedArgv>::failure(confineFailure);
-        ConfinedArgv out;
-        out.backend = name_;
-        out.argv = {name_, policy.workspaceRoot, "--"};
-        out.argv.insert(out.argv.end(), argv.begin(), argv.end());
-        return out;
-    }
-    Dialect dialect() const override { return {}; }
-    BackendReport report() const override { return {name_, true, "", SandboxEnforcement::Full, {}, {}}; }
-
-private:
-    std::string name_;
-};
-
-class FakeProbeCache : public ProbeCache {
-public:
-    std::map<std::string, std::string> entries;
-    int reads = 0;
-    int writes = 0;
-
-    std::optional<std::string> read(const std::string& key) override {
-        ++reads;
-        auto it = entries.find(key);
-        if (it == entries.end()) return std::nullopt;
-        return it->second;
-    }
-    void write(const std::string& key, const std::string& content) override {
-        ++writes;
-        entries[key] = content;
-    }
-    std::vector<std::string> discarded;
-    void discard(const std::string& key, const std::string& why) override { discarded.push_back(key + ": " + why); }
-};
+using unit::FakeBackend;
+using unit::FakeProbeCache;
 
 const std::vector<std::string> kArgv = {"bash", "-c", "echo hi"};
 

@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include "fakes.hpp"
 #include "temp_dir.hpp"
 
 #include "lib/error.hpp"
@@ -23,36 +24,7 @@ bool contains(const std::string& text, const std::string& part) { return text.fi
 
 using unit::TempDir;
 
-// The storage contract without a disk: records, logs and temp areas in maps.
-class FakeSessionStorage : public SessionStorage {
-public:
-    std::map<std::string, std::string> records;
-    std::map<std::string, std::string> logs;
-    int appends = 0;
-
-    std::optional<std::string> read_record(const std::string& id) override {
-        auto it = records.find(id);
-        if (it == records.end()) return std::nullopt;
-        return it->second;
-    }
-    bool create_record(const std::string& id, const std::string& content) override {
-        return records.emplace(id, content).second;
-    }
-    std::optional<std::string> read_log(const std::string& id) override {
-        auto it = logs.find(id);
-        if (it == logs.end()) return std::nullopt;
-        return it->second;
-    }
-    void append_log(const std::string& id, const std::string& line) override {
-        ++appends;
-        logs[id] += line;
-    }
-    bool remove(const std::string& id) override {
-        logs.erase(id);
-        return records.erase(id) > 0;
-    }
-    std::string temp_dir(const std::string& id) override { return "/fake/tmp/" + id; }
-};
+using unit::FakeSessionStorage;
 
 // The message of the SESSION error `action` throws.
 template <typename Action>

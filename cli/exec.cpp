@@ -1,0 +1,156 @@
+// The main job, `dsh-confine [OPTIONS] -- PROGRAM`, and `--print`: the plan of a call
+// (plan_call, which `run` shares), then exec or print it. The host's side of the confine
+// step (PATH lookup, the backends' view of the call, the probe cache, the session's temp
+// area) is filled in here from platform/.
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include <fcntl.h>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "../lib/confine.hpp"
+#include "../lib/error.hpp"
+#include "../lib/plan.hpp"
+#include "../lib/policy.hpp"
+#include "../platform/platform.hpp"
+#include "../platform/posix/process.hpp"
+#include "../platform/posix/state_store.hpp"
+#include "common.hpp"
+
+namespace dsh::cli {
+namespace {
+
+// As env(1) does: the line, then 127 (not found) or 126 (not executable) rather than 125.
+[[noreturn]] void exit_unrunnable(const ConfineFailure& failure) {
+    std::fprintf(stderr, "dsh-confine: error: %s: %s\n", failure.code.c_str(), failure.message.c_str());
+    throw ExitStatus{failure.code == code::CommandNotFound ? 127 : 126};
+}
+
+ProgramLocation find_program(const std::string& program) {
+    const posix::ProgramLookup found = posix::resolve_program(program);
+    const ProgramStatus status = found.status == posix::Lookup::Found      ? ProgramStatus::Found
+                                 : found.status == posix::Lookup::NotFound ? ProgramStatus::NotFound
+                                                                           : ProgramStatus::NotExecutable;
+    return {status, found.path};
+}
+
+// platform::make_backend with the host's view of one call. That view is found once, when the
+// first backend is built, as it depends on the mode: dsh-confine's own files matter only where
+// the command may write (every backend guards them in workspace-write alone), so read-only
+// skips finding them (a dozen path lookups).
+class PlatformBackends : public BackendFactory {
+public:
+    explicit PlatformBackends(const Config& config) : config_(config) {}
+
+    std::shared_ptr<const Backend> make(const std::string& name, const SandboxPolicy& policy) override {
+        if (!host_) host_ = host_for(policy);
+        return platform::make_backend(name, config_, *host_);
+    }
+    std::string system_name() const override { return platform::system_name(); }
+
+private:
+    platform::HostContext host_for(const SandboxPolicy& policy) const {
+        platform::HostContext host;
+        if (policy.mode != ConfinedSandboxMode::WorkspaceWrite) {
+            host.cwd = current_dir();
+            return host;
+        }
+        return host_context(config_);
+    }
+
+    const Config& config_;
+    std::optional<platform::HostContext> host_;
+};
+
+// SANDBOX_UNAVAILABLE with --print --format json also puts the candidates on stdout, for scripts.
+void print_unavailable(const ConfineFailure& failure, const SandboxExecutionPolicy& policy) {
+    nlohmann::ordered_json error;
+    error["error"]["code"] = failure.code;
+    error["error"]["message"] = failure.message;
+    nlohmann::ordered_json candidates = nlohmann::ordered_json::array();
+    for (const auto& r : failure.candidates) candidates.push_back({{"backend", r.backend}, {"reason", r.reason}});
+    error["error"]["candidates"] = candidates;
+    error["policy"] = policy_json(policy);
+    write_out(error.dump() + "\n");
+}
+
+}  // namespace
+
+void require_open_fds(const std::vector<int>& fds) {
+    for (int fd : fds)
+        if (fcntl(fd, F_GETFD) < 0) throw Error(code::Usage, "--keep-fd " + std::to_string(fd) + " is not an open file descriptor");
+}
+
+Planned plan_call(const PolicyOptions& options, const std::vector<std::string>& argv, bool json_errors,
+                  std::optional<SandboxExecutionPolicy>* resolved) {
+    if (argv.empty()) throw Error(code::Usage, "no PROGRAM given (usage: dsh-confine [OPTIONS] [--] PROGRAM [ARG...])");
+    Planned out{resolve(options), {}, std::nullopt};
+    if (resolved) *resolved = out.resolved.policy;
+    const Config& config = out.resolved.config;
+
+    PlatformBackends backends(config);
+    std::optional<posix::FileProbeCache> cache;
+    if (config.probeCache)
+        if (auto dir = cache_dir()) cache.emplace(*dir);
+    // resolve() found the state directory already: a call with a session has one.
+    std::optional<posix::StateDirStorage> storage;
+    if (out.resolved.policy.sessionId) storage.emplace(state_dir());
+    ConfineHost host{backends, platform::default_backend_chain(), find_program, storage ? &*storage : nullptr,
+                     cache ? &*cache : nullptr};
+    host.ownPaths = [&config] {
+        std::vector<std::string> own = host_context(config).protectedPaths;
+        for (const auto& base : platform::private_temp_bases()) own.push_back(base);
+        return own;
+    };
+
+    ConfineRequest request{out.resolved.policy, argv, std::nullopt, options.requireFull};
+    request.keepFds = options.keepFds;
+    if (!options.backend.empty()) request.backend = options.backend;
+    ConfineOutcome outcome = confine_call(request, config, host);
+    if (outcome.failure) {
+        const ConfineFailure& failure = *outcome.failure;
+        if (failure.code == code::CommandNotFound || failure.code == code::CommandNotExecutable) exit_unrunnable(failure);
+        if (failure.code == code::SandboxUnavailable) {
+            if (json_errors) print_unavailable(failure, out.resolved.policy);
+            for (const auto& r : failure.candidates) spdlog::info("backend {}: {}", r.backend, r.reason);
+        }
+        throw Error(failure.code, failure.message);
+    }
+    out.plan = std::move(*outcome.plan);
+    out.confinedPolicy = std::move(outcome.providerPolicy);
+    return out;
+}
+
+int run_exec(const PolicyOptions& options, const std::vector<std::string>& argv) {
+    require_open_fds(options.keepFds);
+    Planned planned = plan_call(options, argv, false);
+    if (!planned.plan.confined) {
+        const ProgramLocation program = find_program(argv.front());
+        if (auto unrunnable = unrunnable_program(argv.front(), program)) exit_unrunnable(*unrunnable);
+        std::fflush(stdout);
+        posix::exec_argv(program.path, argv);
+        const int error = errno;
+        std::fprintf(stderr, "dsh-confine: error: COMMAND_NOT_EXECUTABLE: %s: %s\n", argv.front().c_str(), std::strerror(error));
+        return error == ENOENT ? 127 : 126;
+    }
+    spdlog::debug("exec through {}", planned.plan.confined->backend);
+    return platform::exec_plan(*planned.plan.confined, *planned.confinedPolicy, argv, planned.resolved.config);
+}
+
+int run_print(const PolicyOptions& options, const std::string& format, const std::vector<std::string>& argv) {
+    if (format != "json" && format != "shell")
+        throw Error(code::Usage, "--format must be json or shell, not '" + format + "'");
+    Planned planned = plan_call(options, argv, format == "json");
+    write_out(format == "json" ? render_plan_json(planned.plan) : render_plan_shell(planned.plan));
+    return 0;
+}
+
+}  // namespace dsh::cli

@@ -1,0 +1,49 @@
+// `dsh-confine policy`, and the first step of every confining call: the policy options
+// turned into a SandboxPolicyRequest and resolved by the policy service.
+#include <optional>
+#include <string>
+
+#include <spdlog/spdlog.h>
+
+#include "../lib/error.hpp"
+#include "../lib/plan.hpp"
+#include "../lib/policy_service.hpp"
+#include "../lib/session.hpp"
+#include "../platform/posix/safe_path.hpp"
+#include "../platform/posix/state_store.hpp"
+#include "common.hpp"
+
+namespace dsh::cli {
+
+Resolved resolve(const PolicyOptions& options) {
+    Resolved out;
+    out.config = load_configuration(options.config);
+    SandboxPolicyRequest request;
+    if (!options.mode.empty()) {
+        request.mode = parse_sandbox_mode(options.mode);
+        if (!request.mode)
+            throw Error(code::Usage, "unknown mode '" + options.mode +
+                                         "'; modes: read-only, workspace-write, danger-full-access");
+    }
+    if (!options.workspaceRoot.empty()) request.workspaceRoot = options.workspaceRoot;
+    std::optional<posix::StateDirStorage> storage;
+    if (!options.session.empty()) {
+        // A bad ID is SESSION before the state directory is looked for (which may be STATE).
+        require_valid_session_id(options.session);
+        request.sessionId = options.session;
+        storage.emplace(state_dir());
+    }
+    const posix::NoSymlinkIdentity identity;
+    const SandboxPolicyService service(out.config, storage ? &*storage : nullptr, current_dir,
+                                       [](const std::string& warning) { spdlog::warn("{}", warning); }, &identity);
+    out.policy = service.resolve(request);
+    return out;
+}
+
+int run_policy(const PolicyOptions& options) {
+    Resolved resolved = resolve(options);
+    write_out(policy_json(resolved.policy).dump() + "\n");
+    return 0;
+}
+
+}  // namespace dsh::cli

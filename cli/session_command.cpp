@@ -1,0 +1,64 @@
+// `dsh-confine session start|mode|show|end`: Sessions over the state directory.
+#include <chrono>
+#include <ctime>
+#include <string>
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "../lib/error.hpp"
+#include "../lib/session.hpp"
+#include "../platform/posix/safe_path.hpp"
+#include "../platform/posix/state_store.hpp"
+#include "common.hpp"
+
+namespace dsh::cli {
+namespace {
+
+std::string now_utc() {
+    const auto now = std::chrono::system_clock::now();
+    const std::time_t seconds = std::chrono::system_clock::to_time_t(now);
+    std::tm parts{};
+    gmtime_r(&seconds, &parts);
+    char text[32];
+    std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &parts);
+    return text;
+}
+
+}  // namespace
+
+int run_session(const std::string& action, const std::string& id, const std::string& argument) {
+    posix::StateDirStorage storage(state_dir());
+    const posix::NoSymlinkIdentity identity;  // the cwd's identity is recorded at start
+    Sessions sessions(storage, &identity);
+    if (action == "start") {
+        const bool created = sessions.start(id, argument);
+        spdlog::info("session '{}' {}", id, created ? "started" : "already started with this cwd");
+        return 0;
+    }
+    if (action == "mode") {
+        auto mode = parse_sandbox_mode(argument);
+        if (!mode) throw Error(code::Usage, "unknown mode '" + argument + "'; modes: read-only, workspace-write, danger-full-access");
+        sessions.set_mode(id, *mode, now_utc());
+        return 0;
+    }
+    if (action == "show") {
+        SessionState state = sessions.show(id);
+        for (const auto& warning : state.warnings) spdlog::warn("{}", warning);
+        nlohmann::ordered_json out;
+        out["sessionId"] = state.id;
+        out["cwd"] = state.cwd;
+        auto last = state.last_mode();
+        out["mode"] = last ? nlohmann::ordered_json(std::string(to_string(*last))) : nlohmann::ordered_json(nullptr);
+        nlohmann::ordered_json events = nlohmann::ordered_json::array();
+        for (const auto& event : state.events)
+            events.push_back({{"type", "sandbox/mode"}, {"mode", std::string(to_string(event.mode))}, {"at", event.at}});
+        out["events"] = events;
+        write_out(out.dump() + "\n");
+        return 0;
+    }
+    sessions.end(id);
+    return 0;
+}
+
+}  // namespace dsh::cli

@@ -1,0 +1,108 @@
+#include "confine.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include "error.hpp"
+#include "policy.hpp"
+
+namespace dsh {
+
+std::vector<std::string> backend_chain(const std::optional<std::string>& forced, const Config& config,
+                                       const std::vector<std::string>& default_chain) {
+    if (forced) {
+        const auto& known = known_backend_names();
+        if (std::find(known.begin(), known.end(), *forced) == known.end()) {
+            std::string message = "unknown backend '" + *forced + "'";
+            if (auto close = did_you_mean(*forced, known)) message += " (did you mean '" + *close + "'?)";
+            throw Error(code::Usage, message + "; backends: bwrap, landlock, seatbelt, restricted-token");
+        }
+        return {*forced};
+    }
+    return config.backends.value_or(default_chain);
+}
+
+std::optional<ConfineFailure> unrunnable_program(const std::string& program, const ProgramLocation& location) {
+    if (location.status == ProgramStatus::NotFound) return ConfineFailure{code::CommandNotFound, program + ": not found", {}};
+    if (location.status == ProgramStatus::NotExecutable)
+        return ConfineFailure{code::CommandNotExecutable, location.path + ": permission denied", {}};
+    return std::nullopt;
+}
+
+namespace {
+
+ConfineOutcome failed(std::string code, std::string message, std::vector<CandidateRejection> candidates = {}) {
+    ConfineOutcome out;
+    out.failure = ConfineFailure{std::move(code), std::move(message), std::move(candidates)};
+    return out;
+}
+
+}  // namespace
+
+ConfineOutcome confine_call(const ConfineRequest& request, const Config& config, const ConfineHost& host) {
+    if (request.argv.empty()) throw Error(code::Usage, "no PROGRAM given");
+    const std::vector<std::string> chain = backend_chain(request.backend, config, host.defaultChain);
+
+    if (auto unrunnable = unrunnable_program(request.argv.front(), host.findProgram(request.argv.front()))) {
+        ConfineOutcome out;
+        out.failure = std::move(*unrunnable);
+        return out;
+    }
+
+    const std::optional<ConfinedSandboxMode> mode = confined(request.policy.mode);
+    if (!mode) {
+        ConfineOutcome out;
+        out.plan = unconfined_plan(request.policy, request.argv);
+        return out;
+    }
+
+    SandboxPolicy policy{*mode, request.policy.workspaceRoot, request.policy.sessionId, std::nullopt};
+    policy.workspaceRootId = request.policy.workspaceRootId;
+    policy.keepFds = request.keepFds;
+    std::sort(policy.keepFds.begin(), policy.keepFds.end());
+    policy.keepFds.erase(std::unique(policy.keepFds.begin(), policy.keepFds.end()), policy.keepFds.end());
+    if (*mode == ConfinedSandboxMode::WorkspaceWrite && host.ownPaths) {
+        // dsh-confine's own files decide the policy of later calls (the session log, the probe
+        // cache, the config) and hold the private temp areas: a root the command may write must
+        // not contain them, whether they exist yet or not. Refusing beats guarding them inside.
+        for (const auto& path : host.ownPaths())
+            if (!paths_within({path}, policy.workspaceRoot).empty())
+                throw Error(code::OwnStateInRoot,
+                            "the workspace root " + policy.workspaceRoot + " contains " + path +
+                                ", dsh-confine's own state or configuration, which a confined command must not be able "
+                                "to write; choose a root that does not contain it, or keep the state elsewhere "
+                                "($DSH_CONFINE_STATE_DIR, $XDG_CACHE_HOME, $XDG_CONFIG_HOME)");
+    }
+    if (request.policy.sessionId && *mode == ConfinedSandboxMode::WorkspaceWrite) {
+        // The session's temp area is made on its first confined use (not by `policy`).
+        if (host.sessions == nullptr)
+            throw Error(code::Internal, "session '" + *request.policy.sessionId + "' confined without session storage");
+        policy.sessionTempDir = Sessions(*host.sessions).temp_dir(*request.policy.sessionId);
+    }
+
+    std::vector<std::shared_ptr<const Backend>> backends;
+    std::vector<CandidateRejection> rejected;  // another system's names, then the provider's rejections
+    for (const auto& name : chain) {
+        if (auto backend = host.backends.make(name, policy)) backends.push_back(std::move(backend));
+        else rejected.push_back({name, "not available on " + host.backends.system_name()});
+    }
+    const SandboxProvider provider(std::move(backends), host.probeCache, config.probeTimeoutMs);
+    ProviderResult result = provider.confine(request.argv, policy);
+    if (!result.confined) {
+        rejected.insert(rejected.end(), result.rejected.begin(), result.rejected.end());
+        std::string message = describe_rejections(rejected);
+        return failed(code::SandboxUnavailable, std::move(message), std::move(rejected));
+    }
+    if (request.requireFull && result.confined->enforcement == SandboxEnforcement::Partial) {
+        std::string gaps;
+        for (const auto& gap : result.confined->enforcementGaps) gaps += (gaps.empty() ? "" : "; ") + gap;
+        return failed(code::EnforcementPartial, "--require-full: backend " + result.confined->backend +
+                                                    " enforces this policy only partially: " + gaps);
+    }
+    ConfineOutcome out;
+    out.plan = confined_plan(request.policy, std::move(*result.confined));
+    out.providerPolicy = std::move(policy);
+    return out;
+}
+
+}  // namespace dsh

@@ -1,0 +1,266 @@
+// The confine step over fake backends and a fake host: which chain is tried, the order of its
+// checks (a bad --backend, then PROGRAM, then the mode), the session's temp area, the
+// fail-closed end with every candidate's reason, and --require-full.
+#include "lib/confine.hpp"
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "fakes.hpp"
+
+#include "lib/error.hpp"
+
+namespace dsh {
+namespace {
+
+using unit::FakeBackend;
+using unit::FakeProbeCache;
+using unit::FakeSessionStorage;
+
+// The backends of a system called "TestOS": the ones a test registered; any other name
+// belongs to another system.
+class FakeBackendFactory : public BackendFactory {
+public:
+    std::map<std::string, std::shared_ptr<FakeBackend>> backends;
+    int made = 0;
+
+    std::shared_ptr<FakeBackend> add(const std::string& name) {
+        auto backend = std::make_shared<FakeBackend>(name);
+        backends[name] = backend;
+        return backend;
+    }
+    std::shared_ptr<const Backend> make(const std::string& name, const SandboxPolicy&) override {
+        ++made;
+        auto it = backends.find(name);
+        return it == backends.end() ? nullptr : it->second;
+    }
+    std::string system_name() const override { return "TestOS"; }
+};
+
+// The Error `action` throws, checked for `code`; its message.
+template <typename Action>
+std::string error_of(const std::string& code, Action action) {
+    try {
+        action();
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), code) << e.what();
+        return e.what();
+    }
+    ADD_FAILURE() << "no error was thrown";
+    return "";
+}
+
+class Confine : public ::testing::Test {
+protected:
+    FakeBackendFactory factory;
+    FakeSessionStorage storage;
+    FakeProbeCache cache;
+    std::vector<std::string> lookedUp;
+    ProgramLocation program{ProgramStatus::Found, "/usr/bin/make"};
+    Config config;
+
+    Confine() { Sessions(storage).start("s1", "/"); }
+
+    ConfineHost host(std::vector<std::string> default_chain = {"bwrap", "landlock"}) {
+        return ConfineHost{factory, std::move(default_chain),
+                           [this](const std::string& name) {
+                               lookedUp.push_back(name);
+                               return program;
+                           },
+                           &storage, &cache};
+    }
+
+    static ConfineRequest request(SandboxMode mode, std::optional<std::string> session = std::nullopt) {
+        ConfineRequest out;
+        out.policy = SandboxExecutionPolicy{mode, "/ws", std::move(session)};
+        out.argv = {"make", "-j2"};
+        return out;
+    }
+};
+
+TEST_F(Confine, ChainIsTheForcedBackendAlone) {
+    config.backends = std::vector<std::string>{"landlock"};
+    EXPECT_EQ(backend_chain("bwrap", config, {"landlock", "bwrap"}), std::vector<std::string>{"bwrap"});
+}
+
+TEST_F(Confine, ChainIsTheConfigsWithoutAForcedBackend) {
+    config.backends = std::vector<std::string>{"landlock", "bwrap"};
+    EXPECT_EQ(backend_chain(std::nullopt, config, {"bwrap"}), (std::vector<std::string>{"landlock", "bwrap"}));
+}
+
+TEST_F(Confine, ChainIsTheCallersDefaultWithoutConfig) {
+    EXPECT_EQ(backend_chain(std::nullopt, config, {"seatbelt"}), std::vector<std::string>{"seatbelt"});
+}
+
+TEST_F(Confine, UnknownForcedBackendIsAUsageErrorWithASuggestion) {
+    const std::string message = error_of("USAGE", [&] { backend_chain("bwarp", config, {}); });
+    EXPECT_EQ(message, "unknown backend 'bwarp' (did you mean 'bwrap'?); backends: bwrap, landlock, seatbelt, restricted-token");
+}
+
+TEST_F(Confine, BadBackendIsAnErrorBeforeProgramLookupInEveryMode) {
+    ConfineRequest r = request(SandboxMode::DangerFullAccess);
+    r.backend = "nonsense";
+    program.status = ProgramStatus::NotFound;
+    error_of("USAGE", [&] { confine_call(r, config, host()); });
+    EXPECT_TRUE(lookedUp.empty());
+}
+
+TEST_F(Confine, MissingProgramIsCommandNotFoundAndNothingIsBuilt) {
+    program = {ProgramStatus::NotFound, ""};
+    const ConfineOutcome out = confine_call(request(SandboxMode::ReadOnly), config, host());
+    ASSERT_TRUE(out.failure);
+    EXPECT_FALSE(out.plan);
+    EXPECT_EQ(out.failure->code, "COMMAND_NOT_FOUND");
+    EXPECT_EQ(out.failure->message, "make: not found");
+    EXPECT_EQ(lookedUp, std::vector<std::string>{"make"});
+    EXPECT_EQ(factory.made, 0);
+}
+
+TEST_F(Confine, ProgramThatIsNotExecutableNamesTheFileFound) {
+    program = {ProgramStatus::NotExecutable, "/opt/bin/make"};
+    const ConfineOutcome out = confine_call(request(SandboxMode::DangerFullAccess), config, host());
+    ASSERT_TRUE(out.failure);
+    EXPECT_EQ(out.failure->code, "COMMAND_NOT_EXECUTABLE");
+    EXPECT_EQ(out.failure->message, "/opt/bin/make: permission denied");
+}
+
+TEST_F(Confine, DangerFullAccessIsTheOriginalArgvWithoutABackend) {
+    factory.add("bwrap");
+    const ConfineRequest r = request(SandboxMode::DangerFullAccess, "s1");
+    const ConfineOutcome out = confine_call(r, config, host());
+    ASSERT_TRUE(out.plan);
+    EXPECT_FALSE(out.plan->confined);
+    EXPECT_EQ(out.plan->argv, r.argv);
+    EXPECT_EQ(out.plan->policy, r.policy);
+    EXPECT_FALSE(out.providerPolicy);
+    EXPECT_EQ(factory.made, 0);
+    EXPECT_EQ(storage.tempDirs, 0);
+}
+
+TEST_F(Confine, ConfinedPlanComesFromTheFirstUsableBackend) {
+    factory.add("bwrap")->checkFailure = "bwrap not found";
+    factory.add("landlock");
+    const ConfineRequest r = request(SandboxMode::ReadOnly);
+    const ConfineOutcome out = confine_call(r, config, host());
+    ASSERT_TRUE(out.plan) << out.failure->message;
+    ASSERT_TRUE(out.plan->confined);
+    EXPECT_EQ(out.plan->confined->backend, "landlock");
+    EXPECT_EQ(out.plan->argv, (std::vector<std::string>{"landlock", "/ws", "--", "make", "-j2"}));
+    EXPECT_EQ(out.plan->policy, r.policy);
+    ASSERT_TRUE(out.providerPolicy);
+    EXPECT_EQ(out.providerPolicy->mode, ConfinedSandboxMode::ReadOnly);
+    EXPECT_EQ(out.providerPolicy->workspaceRoot, "/ws");
+}
+
+TEST_F(Confine, ChainOfSeveralIsProbedThroughTheCacheWithTheConfiguredTimeout) {
+    auto bwrap = factory.add("bwrap");
+    factory.add("landlock");
+    config.probeTimeoutMs = 1234;
+    ASSERT_TRUE(confine_call(request(SandboxMode::ReadOnly), config, host()).plan);
+    EXPECT_EQ(bwrap->probes, 1);
+    EXPECT_EQ(bwrap->lastTimeoutMs, 1234);
+    EXPECT_EQ(cache.writes, 1);
+}
+
+TEST_F(Confine, SoleForcedBackendIsNotProbed) {
+    auto bwrap = factory.add("bwrap");
+    ConfineRequest r = request(SandboxMode::ReadOnly);
+    r.backend = "bwrap";
+    ASSERT_TRUE(confine_call(r, config, host()).plan);
+    EXPECT_EQ(bwrap->probes, 0);
+}
+
+TEST_F(Confine, WorkspaceWriteWithASessionMakesItsTempArea) {
+    auto bwrap = factory.add("bwrap");
+    const ConfineOutcome out = confine_call(request(SandboxMode::WorkspaceWrite, "s1"), config, host({"bwrap"}));
+    ASSERT_TRUE(out.providerPolicy);
+    EXPECT_EQ(out.providerPolicy->sessionTempDir, "/fake/tmp/s1");
+    EXPECT_EQ(out.providerPolicy->sessionId, "s1");
+    ASSERT_TRUE(bwrap->lastPolicy);
+    EXPECT_EQ(bwrap->lastPolicy->sessionTempDir, "/fake/tmp/s1");
+    EXPECT_EQ(storage.tempDirs, 1);
+}
+
+TEST_F(Confine, ReadOnlyWithASessionMakesNoTempArea) {
+    factory.add("bwrap");
+    const ConfineOutcome out = confine_call(request(SandboxMode::ReadOnly, "s1"), config, host({"bwrap"}));
+    ASSERT_TRUE(out.providerPolicy);
+    EXPECT_EQ(out.providerPolicy->sessionTempDir, std::nullopt);
+    EXPECT_EQ(storage.tempDirs, 0);
+}
+
+TEST_F(Confine, TempAreaOfASessionThatIsGoneIsASessionError) {
+    factory.add("bwrap");
+    error_of("SESSION", [&] { confine_call(request(SandboxMode::WorkspaceWrite, "ended"), config, host({"bwrap"})); });
+}
+
+TEST_F(Confine, NoUsableBackendIsSandboxUnavailableWithEveryCandidatesReason) {
+    factory.add("bwrap")->checkFailure = "bwrap not found";
+    factory.add("landlock")->probeFailure = "ABI 0";
+    const ConfineOutcome out = confine_call(request(SandboxMode::WorkspaceWrite), config, host());
+    ASSERT_TRUE(out.failure);
+    EXPECT_FALSE(out.plan);
+    EXPECT_EQ(out.failure->code, "SANDBOX_UNAVAILABLE");
+    EXPECT_EQ(out.failure->message, "no usable backend: bwrap: bwrap not found; landlock: probe failed: ABI 0");
+    ASSERT_EQ(out.failure->candidates.size(), 2u);
+    EXPECT_EQ(out.failure->candidates[0].backend, "bwrap");
+    EXPECT_EQ(out.failure->candidates[0].reason, "bwrap not found");
+    EXPECT_EQ(out.failure->candidates[1].backend, "landlock");
+}
+
+TEST_F(Confine, AnotherSystemsBackendIsACandidateWithItsReasonListedFirst) {
+    factory.add("bwrap")->checkFailure = "bwrap not found";
+    config.backends = std::vector<std::string>{"bwrap", "seatbelt"};
+    const ConfineOutcome out = confine_call(request(SandboxMode::ReadOnly), config, host());
+    ASSERT_TRUE(out.failure);
+    EXPECT_EQ(out.failure->code, "SANDBOX_UNAVAILABLE");
+    EXPECT_EQ(out.failure->message, "no usable backend: seatbelt: not available on TestOS; bwrap: bwrap not found");
+    ASSERT_EQ(out.failure->candidates.size(), 2u);
+    EXPECT_EQ(out.failure->candidates[0].backend, "seatbelt");
+    EXPECT_EQ(out.failure->candidates[0].reason, "not available on TestOS");
+}
+
+TEST_F(Confine, ForcedBackendOfAnotherSystemIsUnavailableNotUsage) {
+    ConfineRequest r = request(SandboxMode::ReadOnly);
+    r.backend = "restricted-token";
+    const ConfineOutcome out = confine_call(r, config, host());
+    ASSERT_TRUE(out.failure);
+    EXPECT_EQ(out.failure->code, "SANDBOX_UNAVAILABLE");
+    EXPECT_EQ(out.failure->message, "no usable backend: restricted-token: not available on TestOS");
+}
+
+TEST_F(Confine, RequireFullRefusesPartialEnforcementNamingTheGaps) {
+    auto landlock = factory.add("landlock");
+    landlock->enforcement = SandboxEnforcement::Partial;
+    landlock->enforcementGaps = {"truncate", "ioctl on devices"};
+    ConfineRequest r = request(SandboxMode::WorkspaceWrite);
+    r.requireFull = true;
+    const ConfineOutcome out = confine_call(r, config, host({"landlock"}));
+    ASSERT_TRUE(out.failure);
+    EXPECT_FALSE(out.plan);
+    EXPECT_EQ(out.failure->code, "ENFORCEMENT_PARTIAL");
+    EXPECT_EQ(out.failure->message,
+              "--require-full: backend landlock enforces this policy only partially: truncate; ioctl on devices");
+}
+
+TEST_F(Confine, RequireFullAcceptsFullEnforcement) {
+    factory.add("bwrap");
+    ConfineRequest r = request(SandboxMode::WorkspaceWrite);
+    r.requireFull = true;
+    EXPECT_TRUE(confine_call(r, config, host({"bwrap"})).plan);
+}
+
+TEST_F(Confine, PartialEnforcementWithoutRequireFullIsAPlan) {
+    factory.add("landlock")->enforcement = SandboxEnforcement::Partial;
+    const ConfineOutcome out = confine_call(request(SandboxMode::ReadOnly), config, host({"landlock"}));
+    ASSERT_TRUE(out.plan);
+    EXPECT_EQ(out.plan->confined->enforcement, SandboxEnforcement::Partial);
+}
+
+}  // namespace
+}  // namespace dsh
