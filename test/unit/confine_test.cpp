@@ -264,3 +264,65 @@ TEST_F(Confine, PartialEnforcementWithoutRequireFullIsAPlan) {
 
 }  // namespace
 }  // namespace dsh
+
+namespace dsh {
+namespace {
+
+class ConfineOwnPaths : public Confine {
+protected:
+    int asked = 0;
+    ConfineHost host_with_own(std::vector<std::string> own) {
+        ConfineHost h = host();
+        h.ownPaths = [this, own] {
+            ++asked;
+            return own;
+        };
+        return h;
+    }
+};
+
+TEST_F(ConfineOwnPaths, ARootThatContainsAnOwnPathIsRefusedBeforeAnyBackend) {
+    factory.add("bwrap");
+    const std::string message = error_of(code::OwnStateInRoot, [&] {
+        confine_call(request(SandboxMode::WorkspaceWrite), config, host_with_own({"/elsewhere", "/ws/.local/state/dsh-confine"}));
+    });
+    EXPECT_NE(message.find("/ws/.local/state/dsh-confine"), std::string::npos) << message;
+    EXPECT_EQ(factory.made, 0);
+}
+
+TEST_F(ConfineOwnPaths, TheRootItselfCountsAsContaining) {
+    error_of(code::OwnStateInRoot, [&] { confine_call(request(SandboxMode::WorkspaceWrite), config, host_with_own({"/ws"})); });
+}
+
+TEST_F(ConfineOwnPaths, APathBesideTheRootIsNotContained) {
+    factory.add("bwrap");
+    const ConfineOutcome out = confine_call(request(SandboxMode::WorkspaceWrite), config, host_with_own({"/ws2/state", "/"}));
+    EXPECT_TRUE(out.plan.has_value());
+}
+
+TEST_F(ConfineOwnPaths, ReadOnlyDoesNotAsk) {
+    factory.add("bwrap");
+    const ConfineOutcome out = confine_call(request(SandboxMode::ReadOnly), config, host_with_own({"/ws/state"}));
+    EXPECT_TRUE(out.plan.has_value());
+    EXPECT_EQ(asked, 0);
+}
+
+TEST_F(ConfineOwnPaths, TheSessionsTempAreaIsNotMadeForARefusedRoot) {
+    factory.add("bwrap");
+    error_of(code::OwnStateInRoot, [&] {
+        confine_call(request(SandboxMode::WorkspaceWrite, "s1"), config, host_with_own({"/ws/state"}));
+    });
+    EXPECT_EQ(storage.tempDirs, 0);
+}
+
+TEST_F(ConfineOwnPaths, KeptDescriptorsReachTheBackendSortedAndOnce) {
+    auto backend = factory.add("bwrap");
+    ConfineRequest r = request(SandboxMode::ReadOnly);
+    r.keepFds = {7, 3, 7};
+    confine_call(r, config, host());
+    ASSERT_TRUE(backend->lastPolicy.has_value());
+    EXPECT_EQ(backend->lastPolicy->keepFds, (std::vector<int>{3, 7}));
+}
+
+}  // namespace
+}  // namespace dsh

@@ -3,6 +3,7 @@
 // errors of a contradicting root and an unknown session.
 #include "lib/policy_service.hpp"
 
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -184,6 +185,83 @@ TEST_F(PolicyService, OverrideOfIgnoresTheConfigDefault) {
 
 TEST_F(PolicyService, OverrideOfAnUnknownSessionIsASessionError) {
     error_of("SESSION", [&] { service().overrideOf("nope"); });
+}
+
+}  // namespace
+}  // namespace dsh
+
+namespace dsh {
+namespace {
+
+// A directory identity that answers from a table the test changes, as the host would after a
+// command renamed a component away or planted a symlink on the path.
+class TableIdentity : public DirectoryIdentity {
+public:
+    std::map<std::string, std::string> ids;
+    std::optional<std::string> of(const std::string& path, std::string& why) const override {
+        auto it = ids.find(path);
+        if (it == ids.end()) {
+            why = path + ": a component is a symlink";
+            return std::nullopt;
+        }
+        return it->second;
+    }
+};
+
+class SessionCwdIdentity : public ::testing::Test {
+protected:
+    TempDir tmp;
+    const std::string cwd = tmp.dir("ws");
+    unit::FakeSessionStorage storage;
+    TableIdentity identity;
+
+    SessionCwdIdentity() {
+        identity.ids[cwd] = "1:100";
+        Sessions(storage, &identity).start("s1", cwd);
+    }
+    SandboxExecutionPolicy resolve() {
+        SandboxPolicyService service(Config{}, &storage, [this] { return cwd; }, {}, &identity);
+        SandboxPolicyRequest request;
+        request.sessionId = "s1";
+        return service.resolve(request);
+    }
+    std::string code_of_resolve() {
+        try {
+            resolve();
+        } catch (const Error& e) {
+            return e.code();
+        }
+        return "";
+    }
+};
+
+TEST_F(SessionCwdIdentity, TheRecordCarriesTheIdentityAndThePolicyToo) {
+    EXPECT_EQ(decode_session_cwd_id(storage.records["s1"], "s1"), std::optional<std::string>("1:100"));
+    EXPECT_EQ(resolve().workspaceRootId, std::optional<std::string>("1:100"));
+}
+
+TEST_F(SessionCwdIdentity, AReplacedDirectoryIsSessionCwdChanged) {
+    identity.ids[cwd] = "1:200";  // renamed away, and another directory made at the same path
+    EXPECT_EQ(code_of_resolve(), code::SessionCwdChanged);
+}
+
+TEST_F(SessionCwdIdentity, ASymlinkOnThePathIsSessionCwdChanged) {
+    identity.ids.erase(cwd);
+    EXPECT_EQ(code_of_resolve(), code::SessionCwdChanged);
+}
+
+TEST_F(SessionCwdIdentity, ARecordWithoutIdentityIsRefused) {
+    storage.records["s2"] = encode_session_record("s2", cwd);
+    SandboxPolicyService service(Config{}, &storage, [this] { return cwd; }, {}, &identity);
+    SandboxPolicyRequest request;
+    request.sessionId = "s2";
+    try {
+        service.resolve(request);
+        ADD_FAILURE() << "resolved";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), code::Session);
+        EXPECT_NE(std::string(e.what()).find("start it again"), std::string::npos) << e.what();
+    }
 }
 
 }  // namespace
