@@ -36,7 +36,15 @@ std::vector<CLI::Option*> add_policy_options(CLI::App& app, PolicyOptions& optio
         app.add_option("--workspace-root", options.workspaceRoot, "the directory workspace-write may write under (agentless calls)")
             ->check(kNonEmpty),
         app.add_option("--session", options.session, "the calling session: its cwd is the root, its log the mode")->check(kNonEmpty),
-        app.add_option("--config", options.config, "the config file (instead of the lookup order)")->check(kNonEmpty)};
+        app.add_option("--config", options.config, "the config file (instead of the lookup order)")->check(kNonEmpty),
+        app.add_option("--writable-root", options.writableRoots,
+                       "DIR writable beside the workspace in workspace-write (absolute; repeatable)")
+            ->check(kNonEmpty),
+        app.add_option("--deny-read", options.denyRead, "PATH the command must not read (absolute; repeatable)")->check(kNonEmpty),
+        app.add_option("--network", options.network, "allow (default) or deny: IP traffic and host daemons' sockets")
+            ->check(kNonEmpty),
+        app.add_flag("--allow-broad-root", options.allowBroadRoot,
+                     "let a writable root be /, the home directory or above it (refused otherwise)")};
     if (with_backend) {
         added.push_back(app.add_option("--backend", options.backend, "force one backend, no chain (bwrap, landlock, ...)")->check(kNonEmpty));
         added.push_back(app.add_flag("--require-full", options.requireFull, "refuse a plan whose enforcement is partial"));
@@ -120,6 +128,8 @@ struct Subcommands {
     CLI::App* doctor = nullptr;
     CLI::App* session = nullptr;
     CLI::App* start = nullptr;
+    CLI::App* network = nullptr;
+    std::vector<std::string> sessionRoots;
     CLI::App* mode = nullptr;
     CLI::App* show = nullptr;
     CLI::App* end = nullptr;
@@ -194,10 +204,18 @@ void add_subcommands(CLI::App& app, Subcommands& c, const CommandLine* line) {
         c.start = c.session->add_subcommand("start", "start session ID with its immutable cwd");
         c.start->add_option("ID", c.sessionId, "letters, digits, '.', '_', '-'; at most 128")->required();
         c.start->add_option("--cwd", c.sessionArg, "the session's cwd (absolute); stored canonical, never changed")->required();
+        c.start->add_option("--writable-root", c.sessionRoots,
+                            "DIR writable beside the cwd in workspace-write (absolute; repeatable; never changed)")
+            ->check(kNonEmpty);
         c.start->footer("\nExamples:\n  dsh-confine session start s1 --cwd \"$PWD\"\n"
                           "  dsh-confine session start \"agent-$(date +%s)\" --cwd /srv/checkout\n"
                           "Starting again with the same cwd is a no-op. Exit status: 0; 125 when ID is invalid, was started\n"
                           "with another cwd, or the cwd is not a directory.\n");
+        c.network = c.session->add_subcommand("network", "log a sandbox/network event");
+        c.network->add_option("ID", c.sessionId, "an existing session")->required();
+        c.network->add_option("NETWORK", c.sessionArg, "allow or deny")->required();
+        c.network->footer("\nExamples:\n  dsh-confine session network s1 deny\n"
+                            "The last event wins; --network on a call outranks it. Exit status: 0; 125 on a bad ID or value.\n");
         c.mode = c.session->add_subcommand("mode", "log a sandbox/mode event");
         c.mode->add_option("ID", c.sessionId, "an existing session")->required();
         c.mode->add_option("MODE", c.sessionArg, "read-only, workspace-write or danger-full-access")->required();
@@ -222,6 +240,12 @@ void add_subcommands(CLI::App& app, Subcommands& c, const CommandLine* line) {
         c.landlock->add_option("--temp-dir", c.ll.tempDir, "a session's private temp directory (writable, kept)");
         c.landlock->add_option("--temp-dir-id", c.ll.tempDirId, "DEV:INO the temp directory must still have");
         c.landlock->add_option("--keep-fd", c.ll.keepFds, "pass descriptor N on to the command (repeatable)");
+        c.landlock->add_option("--writable-root", c.ll.writableRoots, "[DEV:INO@]PATH writable beside the workspace (repeatable)");
+        c.landlock->add_option_function<std::string>(
+            "--network", [&c](const std::string& value) {
+                if (value != "allow" && value != "deny") throw CLI::ValidationError("--network", "must be allow or deny");
+                c.ll.denyNetwork = value == "deny";
+            }, "allow or deny");
         c.landlock->add_option("--private-temp-base", c.ll.privateTempBase,
                                  "create a per-call temp directory here, removed when the command ends");
         c.landlock->add_option("--status-fd", c.ll.statusFd, "write 'S' just before exec, 'F' on failure, to fd N");
@@ -244,6 +268,13 @@ void add_subcommands(CLI::App& app, Subcommands& c, const CommandLine* line) {
         c.stage->add_option("--chdir", c.bs.chdir, "where the command runs")->required();
         c.stage->add_option("--status-fd", c.bs.statusFd, "write 'S' just before exec, 'F' on failure, to fd N");
         c.stage->add_option("--keep-fd", c.bs.keepFds, "pass descriptor N on to the command (repeatable)");
+        c.stage->add_option("--protect", c.bs.protect, "PATH inside a root kept read-only (repeatable)");
+        c.stage->add_option("--hide", c.bs.hide, "PATH made unreadable (repeatable)");
+        c.stage->add_option_function<std::string>(
+            "--network", [&c](const std::string& value) {
+                if (value != "allow" && value != "deny") throw CLI::ValidationError("--network", "must be allow or deny");
+                c.bs.denyNetwork = value == "deny";
+            }, "allow or deny");
         c.stage->prefix_command();
     }
     if (wanted("restricted-token-exec")) {
@@ -388,8 +419,12 @@ int run(int argc, char** argv) {
             return run_classify(c.planFile, c.classifyBackend, c.exitCode, c.stderrFile, c.classifyFormat, c.classifyConfig);
         if (parsed(c.doctor)) return run_doctor(c.doctorOptions);
         if (parsed(c.session)) {
-            const char* action = parsed(c.start) ? "start" : parsed(c.mode) ? "mode" : parsed(c.show) ? "show" : "end";
-            return run_session(action, c.sessionId, c.sessionArg);
+            const char* action = parsed(c.start)     ? "start"
+                                 : parsed(c.mode)    ? "mode"
+                                 : parsed(c.network) ? "network"
+                                 : parsed(c.show)    ? "show"
+                                                     : "end";
+            return run_session(action, c.sessionId, c.sessionArg, c.sessionRoots);
         }
         const std::vector<std::string> rest = program_words(app, nullptr, line);
         if (print) return run_print(main_options, format, rest);

@@ -29,6 +29,10 @@ struct PolicyOptions {
     std::string backend;
     bool requireFull = false;
     std::vector<int> keepFds;  // --keep-fd: descriptors above 2 passed on to the command
+    std::vector<std::string> writableRoots;  // --writable-root
+    std::vector<std::string> denyRead;       // --deny-read
+    std::string network;                     // --network: allow, deny, or empty
+    bool allowBroadRoot = false;             // --allow-broad-root
 };
 
 struct Resolved {
@@ -73,7 +77,8 @@ int run_print(const PolicyOptions& options, const std::string& format, const std
 
 int run_classify(const std::string& plan_file, const std::string& backend, const std::string& exit_code_text,
                  const std::string& stderr_file, const std::string& format, const std::string& config_file);
-int run_session(const std::string& action, const std::string& id, const std::string& argument);
+int run_session(const std::string& action, const std::string& id, const std::string& argument,
+                const std::vector<std::string>& writable_roots = {});
 
 struct DoctorOptions {
     bool json = false;

@@ -4,6 +4,7 @@
 // area) is filled in here from platform/.
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include <fcntl.h>
@@ -111,8 +112,30 @@ Planned plan_call(const PolicyOptions& options, const std::vector<std::string>& 
         return own;
     };
 
+    // Refusing beats ignoring: an option that cannot take effect in the resolved mode is an error.
+    const SandboxMode mode = out.resolved.policy.mode;
+    std::vector<std::string> ignored;
+    if (mode == SandboxMode::DangerFullAccess) {
+        if (!options.backend.empty()) ignored.push_back("--backend");
+        if (options.requireFull) ignored.push_back("--require-full");
+        if (!options.writableRoots.empty()) ignored.push_back("--writable-root");
+        if (!options.denyRead.empty()) ignored.push_back("--deny-read");
+        if (options.network == "deny") ignored.push_back("--network deny");
+        if (!ignored.empty())
+            throw Error(code::Usage, ignored.front() + " cannot apply in danger-full-access, where nothing is confined "
+                                     "(drop it, or choose a confined mode)");
+    }
+    if (mode == SandboxMode::ReadOnly && !options.writableRoots.empty())
+        throw Error(code::Usage, "--writable-root applies in workspace-write only; this call is read-only");
+
     ConfineRequest request{out.resolved.policy, argv, std::nullopt, options.requireFull};
     request.keepFds = options.keepFds;
+    request.allowBroadRoots = options.allowBroadRoot || config.allowBroadRoots;
+    if (const char* home = std::getenv("HOME"); home && *home == '/') {
+        std::error_code ec;
+        const std::filesystem::path canonical = std::filesystem::canonical(home, ec);
+        host.home = ec ? std::string(home) : canonical.string();
+    }
     if (!options.backend.empty()) request.backend = options.backend;
     ConfineOutcome outcome = confine_call(request, config, host);
     if (outcome.failure) {

@@ -1,5 +1,6 @@
 // `dsh-confine policy`, and the first step of every confining call: the policy options
 // turned into a SandboxPolicyRequest and resolved by the policy service.
+#include <cstdlib>
 #include <optional>
 #include <string>
 
@@ -26,6 +27,13 @@ Resolved resolve(const PolicyOptions& options) {
                                          "'; modes: read-only, workspace-write, danger-full-access");
     }
     if (!options.workspaceRoot.empty()) request.workspaceRoot = options.workspaceRoot;
+    if (!options.writableRoots.empty()) request.writableRoots = options.writableRoots;
+    if (!options.denyRead.empty()) request.unreadablePaths = options.denyRead;
+    if (!options.network.empty()) {
+        request.network = parse_network_policy(options.network);
+        if (!request.network) throw Error(code::Usage, "unknown network '" + options.network + "'; networks: allow, deny");
+    }
+    if (const char* home = std::getenv("HOME"); home && *home) request.home = home;
     std::optional<posix::StateDirStorage> storage;
     if (!options.session.empty()) {
         // A bad ID is SESSION before the state directory is looked for (which may be STATE).

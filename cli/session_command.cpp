@@ -27,12 +27,13 @@ std::string now_utc() {
 
 }  // namespace
 
-int run_session(const std::string& action, const std::string& id, const std::string& argument) {
+int run_session(const std::string& action, const std::string& id, const std::string& argument,
+                const std::vector<std::string>& writable_roots) {
     posix::StateDirStorage storage(state_dir());
     const posix::NoSymlinkIdentity identity;  // the cwd's identity is recorded at start
     Sessions sessions(storage, &identity);
     if (action == "start") {
-        const bool created = sessions.start(id, argument);
+        const bool created = sessions.start(id, argument, writable_roots);
         spdlog::info("session '{}' {}", id, created ? "started" : "already started with this cwd");
         return 0;
     }
@@ -40,6 +41,12 @@ int run_session(const std::string& action, const std::string& id, const std::str
         auto mode = parse_sandbox_mode(argument);
         if (!mode) throw Error(code::Usage, "unknown mode '" + argument + "'; modes: read-only, workspace-write, danger-full-access");
         sessions.set_mode(id, *mode, now_utc());
+        return 0;
+    }
+    if (action == "network") {
+        auto network = parse_network_policy(argument);
+        if (!network) throw Error(code::Usage, "unknown network '" + argument + "'; networks: allow, deny");
+        sessions.set_network(id, *network, now_utc());
         return 0;
     }
     if (action == "show") {
@@ -50,9 +57,12 @@ int run_session(const std::string& action, const std::string& id, const std::str
         out["cwd"] = state.cwd;
         auto last = state.last_mode();
         out["mode"] = last ? nlohmann::ordered_json(std::string(to_string(*last))) : nlohmann::ordered_json(nullptr);
+        out["writableRoots"] = state.writableRoots;
+        const auto network = state.last_network();
+        out["network"] = network ? nlohmann::ordered_json(std::string(to_string(*network))) : nlohmann::ordered_json(nullptr);
         nlohmann::ordered_json events = nlohmann::ordered_json::array();
-        for (const auto& event : state.events)
-            events.push_back({{"type", "sandbox/mode"}, {"mode", std::string(to_string(event.mode))}, {"at", event.at}});
+        for (const auto& event : state.timeline)
+            events.push_back({{"type", event.type}, {event.type == "sandbox/mode" ? "mode" : "network", event.value}, {"at", event.at}});
         out["events"] = events;
         write_out(out.dump() + "\n");
         return 0;

@@ -331,7 +331,9 @@ Config parse_config(std::string_view text, const std::string& source) {
     TableReader top(source, shielded, root, "the top level", {"sandbox", "provider", "backend"});
 
     if (const toml::table* sandbox = top.table("sandbox")) {
-        TableReader reader(source, shielded, *sandbox, "[sandbox]", {"default_mode", "workspace_root"});
+        TableReader reader(source, shielded, *sandbox, "[sandbox]",
+                           {"default_mode", "workspace_root", "writable_roots", "protected_paths", "deny_read", "network",
+                            "allow_broad_roots"});
         if (auto mode = reader.string("default_mode")) {
             config.defaultMode = parse_sandbox_mode(*mode);
             if (!config.defaultMode)
@@ -345,6 +347,39 @@ Config parse_config(std::string_view text, const std::string& source) {
                                  "[sandbox] workspace_root must be an absolute path");
             config.workspaceRoot = *root_dir;
         }
+        // Absolute, or under the home directory: `~/...`, expanded when the policy is resolved.
+        const auto host_paths = [&](const char* key) -> std::optional<std::vector<std::string>> {
+            auto paths = reader.strings(key);
+            if (!paths) return std::nullopt;
+            for (const auto& path : *paths)
+                if (!is_absolute_path(path) && path.rfind("~/", 0) != 0)
+                    reader.bad_value(*reader.find(key), std::string("[sandbox] ") + key + ": '" + path +
+                                                            "' must be an absolute path or start with ~/");
+            return paths;
+        };
+        config.writableRoots = host_paths("writable_roots");
+        config.denyRead = host_paths("deny_read");
+        if (auto paths = reader.strings("protected_paths")) {
+            for (const auto& path : *paths) {
+                bool climbs = false;
+                for (std::size_t start = 0; start <= path.size();) {
+                    const std::size_t end = std::min(path.find('/', start), path.size());
+                    if (path.compare(start, end - start, "..") == 0) climbs = true;
+                    start = end + 1;
+                }
+                if (path.empty() || path.front() == '/' || path.front() == '~' || climbs)
+                    reader.bad_value(*reader.find("protected_paths"),
+                                     "[sandbox] protected_paths: '" + path +
+                                         "' must be a relative path inside each writable root (no '..')");
+            }
+            config.protectedPaths = *paths;
+        }
+        if (auto network = reader.string("network")) {
+            config.network = parse_network_policy(*network);
+            if (!config.network)
+                reader.bad_value(*reader.find("network"), "[sandbox] network '" + *network + "' must be allow or deny");
+        }
+        if (auto broad = reader.boolean("allow_broad_roots")) config.allowBroadRoots = *broad;
     }
 
     if (const toml::table* provider = top.table("provider")) {

@@ -22,6 +22,12 @@ struct Config {
     std::string source = "<built-in>";  // the file it came from
     std::optional<SandboxMode> defaultMode;
     std::optional<std::string> workspaceRoot;
+    // [sandbox] writable_roots, deny_read: absolute or `~/...` (expanded at resolution).
+    std::optional<std::vector<std::string>> writableRoots;
+    std::optional<std::vector<std::string>> protectedPaths;  // relative to each writable root
+    std::optional<std::vector<std::string>> denyRead;
+    std::optional<NetworkPolicy> network;
+    bool allowBroadRoots = false;  // [sandbox] allow_broad_roots: `/`, $HOME or above as a writable root
     std::optional<std::vector<std::string>> backends;  // the provider chain, in order
     int probeTimeoutMs = 5000;
     bool probeCache = true;

@@ -1,6 +1,8 @@
 #include "confine.hpp"
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <utility>
 
 #include "error.hpp"
@@ -31,6 +33,44 @@ std::optional<ConfineFailure> unrunnable_program(const std::string& program, con
 
 namespace {
 
+// The gitdir a `.git` file names ("gitdir: PATH", relative to the file's directory), canonical.
+std::optional<std::filesystem::path> gitdir_of(const std::filesystem::path& root) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const fs::path dot_git = root / ".git";
+    if (!fs::is_regular_file(fs::symlink_status(dot_git, ec))) return std::nullopt;
+    std::ifstream in(dot_git);
+    std::string line;
+    if (!std::getline(in, line) || line.rfind("gitdir:", 0) != 0) return std::nullopt;
+    std::string target = line.substr(7);
+    while (!target.empty() && (target.front() == ' ' || target.front() == '\t')) target.erase(target.begin());
+    while (!target.empty() && (target.back() == '\r' || target.back() == ' ')) target.pop_back();
+    if (target.empty()) return std::nullopt;
+    const fs::path canonical = fs::weakly_canonical(fs::path(target).is_absolute() ? fs::path(target) : root / target, ec);
+    if (ec) return std::nullopt;
+    return canonical;
+}
+
+// A worktree's gitdir names the repository's common dir (hooks and config live there).
+std::optional<std::filesystem::path> commondir_of(const std::filesystem::path& gitdir) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    std::ifstream in(gitdir / "commondir");
+    std::string line;
+    if (!in || !std::getline(in, line)) return std::nullopt;
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+    if (line.empty()) return std::nullopt;
+    const fs::path canonical = fs::weakly_canonical(fs::path(line).is_absolute() ? fs::path(line) : gitdir / line, ec);
+    if (ec) return std::nullopt;
+    return canonical;
+}
+
+bool inside_any(const std::string& path, const std::vector<std::string>& roots) {
+    for (const auto& root : roots)
+        if (!paths_within({path}, root).empty()) return true;
+    return false;
+}
+
 ConfineOutcome failed(std::string code, std::string message, std::vector<CandidateRejection> candidates = {}) {
     ConfineOutcome out;
     out.failure = ConfineFailure{std::move(code), std::move(message), std::move(candidates)};
@@ -38,6 +78,39 @@ ConfineOutcome failed(std::string code, std::string message, std::vector<Candida
 }
 
 }  // namespace
+
+std::vector<std::string> find_protected_paths(const std::vector<std::string>& roots, const std::vector<std::string>& patterns) {
+    namespace fs = std::filesystem;
+    std::vector<std::string> found;
+    const auto add_if_present = [&](const fs::path& path) {
+        std::error_code ec;
+        const fs::file_status status = fs::symlink_status(path, ec);
+        // A symlink cannot be kept read-only in place (it is not a mount point); docs/security.md.
+        if (ec || !fs::exists(status) || fs::is_symlink(status)) return;
+        const std::string text = path.lexically_normal().string();
+        if (inside_any(text, roots)) found.push_back(text);
+    };
+    for (const auto& root : roots) {
+        for (const auto& pattern : patterns) add_if_present(fs::path(root) / pattern);
+        const auto gitdir = gitdir_of(root);
+        if (!gitdir) continue;
+        const auto common = commondir_of(*gitdir);
+        for (const auto& pattern : patterns) {
+            if (pattern.rfind(".git/", 0) != 0) continue;
+            const std::string rest = pattern.substr(5);
+            add_if_present(*gitdir / rest);
+            if (common) add_if_present(*common / rest);
+        }
+    }
+    std::sort(found.begin(), found.end());
+    found.erase(std::unique(found.begin(), found.end()), found.end());
+    return found;
+}
+
+bool broad_root(const std::string& root, const std::optional<std::string>& home) {
+    if (root == "/") return true;
+    return home && !paths_within({*home}, root).empty();
+}
 
 ConfineOutcome confine_call(const ConfineRequest& request, const Config& config, const ConfineHost& host) {
     if (request.argv.empty()) throw Error(code::Usage, "no PROGRAM given");
@@ -61,18 +134,39 @@ ConfineOutcome confine_call(const ConfineRequest& request, const Config& config,
     policy.keepFds = request.keepFds;
     std::sort(policy.keepFds.begin(), policy.keepFds.end());
     policy.keepFds.erase(std::unique(policy.keepFds.begin(), policy.keepFds.end()), policy.keepFds.end());
-    if (*mode == ConfinedSandboxMode::WorkspaceWrite && host.ownPaths) {
+    if (*mode == ConfinedSandboxMode::WorkspaceWrite) {
+        policy.writableRoots = request.policy.writableRoots;
+        std::vector<std::string> roots = {policy.workspaceRoot};
+        roots.insert(roots.end(), policy.writableRoots.begin(), policy.writableRoots.end());
+        for (const auto& root : roots) {
+            const std::string which = root == policy.workspaceRoot ? "the workspace root " : "the writable root ";
+            if (!request.allowBroadRoots && broad_root(root, host.home))
+                throw Error(code::BroadRoot, which + root + " is " +
+                                                 (root == "/" ? std::string("the whole file system")
+                                                              : "the home directory or above it (" + host.home.value_or("") + ")") +
+                                                 ": every file there would be writable; choose a narrower root, or opt in "
+                                                 "with --allow-broad-root ([sandbox] allow_broad_roots = true)");
+        }
         // dsh-confine's own files decide the policy of later calls (the session log, the probe
         // cache, the config) and hold the private temp areas: a root the command may write must
         // not contain them, whether they exist yet or not. Refusing beats guarding them inside.
-        for (const auto& path : host.ownPaths())
-            if (!paths_within({path}, policy.workspaceRoot).empty())
-                throw Error(code::OwnStateInRoot,
-                            "the workspace root " + policy.workspaceRoot + " contains " + path +
-                                ", dsh-confine's own state or configuration, which a confined command must not be able "
-                                "to write; choose a root that does not contain it, or keep the state elsewhere "
-                                "($DSH_CONFINE_STATE_DIR, $XDG_CACHE_HOME, $XDG_CONFIG_HOME)");
+        if (host.ownPaths)
+            for (const auto& path : host.ownPaths())
+                for (const auto& root : roots)
+                    if (!paths_within({path}, root).empty())
+                        throw Error(code::OwnStateInRoot,
+                                    (root == policy.workspaceRoot ? "the workspace root " : "the writable root ") + root +
+                                        " contains " + path +
+                                        ", dsh-confine's own state or configuration, which a confined command must not be "
+                                        "able to write; choose a root that does not contain it, or keep the state elsewhere "
+                                        "($DSH_CONFINE_STATE_DIR, $XDG_CACHE_HOME, $XDG_CONFIG_HOME)");
+        policy.protectedPaths = find_protected_paths(roots, request.policy.protectedPaths);
     }
+    for (const auto& path : request.policy.unreadablePaths) {
+        std::error_code ec;
+        if (std::filesystem::exists(std::filesystem::symlink_status(path, ec))) policy.unreadablePaths.push_back(path);
+    }
+    policy.network = request.policy.network;
     if (request.policy.sessionId && *mode == ConfinedSandboxMode::WorkspaceWrite) {
         // The session's temp area is made on its first confined use (not by `policy`).
         if (host.sessions == nullptr)

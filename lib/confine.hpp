@@ -48,6 +48,8 @@ struct ConfineHost {
     // private temp bases), asked for in workspace-write only: a root that contains one is
     // OWN_STATE_IN_ROOT. Null: none.
     std::function<std::vector<std::string>()> ownPaths = nullptr;
+    // The caller's home directory (canonical), for the broad-root rule; absent: only `/` is broad.
+    std::optional<std::string> home = std::nullopt;
 };
 
 struct ConfineRequest {
@@ -56,7 +58,17 @@ struct ConfineRequest {
     std::optional<std::string> backend;   // --backend: this one alone, no chain
     bool requireFull = false;             // --require-full: refuse partial enforcement
     std::vector<int> keepFds = {};        // --keep-fd: descriptors above 2 passed on
+    bool allowBroadRoots = false;         // --allow-broad-root or [sandbox] allow_broad_roots
 };
+
+// The protected paths of `patterns` (relative, e.g. ".git/hooks") that exist at the top of each
+// root, not as a symlink; for a root whose `.git` is a file naming a gitdir (a worktree, a
+// submodule), the `.git/...` patterns apply to that gitdir and to its common dir too, where they
+// lie inside one of the roots. Looks at each root's top level only: nothing is walked.
+std::vector<std::string> find_protected_paths(const std::vector<std::string>& roots, const std::vector<std::string>& patterns);
+
+// Whether `root` is too broad to be writable: `/`, the home directory, or one of its ancestors.
+bool broad_root(const std::string& root, const std::optional<std::string>& home);
 
 // Why nothing will run. `code` is the stable code: COMMAND_NOT_FOUND, COMMAND_NOT_EXECUTABLE,
 // SANDBOX_UNAVAILABLE or ENFORCEMENT_PARTIAL; the caller picks the exit status.
@@ -86,8 +98,8 @@ std::vector<std::string> backend_chain(const std::optional<std::string>& forced,
 
 // In order: the chain (a bad --backend is USAGE in every mode), PROGRAM on PATH (before
 // anything is confined, so every backend gives the same answer), danger-full-access (the
-// original argv, no backend), dsh-confine's own paths outside the root (workspace-write,
-// OWN_STATE_IN_ROOT thrown), the session's temp area (workspace-write), the provider, and
+// original argv, no backend), in workspace-write every root neither broad (BROAD_ROOT) nor
+// holding dsh-confine's own paths (OWN_STATE_IN_ROOT), the session's temp area (workspace-write), the provider, and
 // --require-full. Hopeless errors (USAGE, SESSION, STATE) are thrown as dsh::Error.
 ConfineOutcome confine_call(const ConfineRequest& request, const Config& config, const ConfineHost& host);
 

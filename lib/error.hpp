@@ -19,6 +19,7 @@ inline constexpr const char* SessionCwdChanged = "SESSION_CWD_CHANGED";
 inline constexpr const char* State = "STATE";
 inline constexpr const char* WorkspaceRoot = "WORKSPACE_ROOT";
 inline constexpr const char* OwnStateInRoot = "OWN_STATE_IN_ROOT";
+inline constexpr const char* BroadRoot = "BROAD_ROOT";
 inline constexpr const char* SandboxUnavailable = "SANDBOX_UNAVAILABLE";
 inline constexpr const char* EnforcementPartial = "ENFORCEMENT_PARTIAL";
 inline constexpr const char* Plan = "PLAN";

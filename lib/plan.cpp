@@ -23,6 +23,10 @@ ojson policy_json(const SandboxExecutionPolicy& policy) {
     out["mode"] = std::string(to_string(policy.mode));
     out["workspaceRoot"] = policy.workspaceRoot;
     if (policy.sessionId) out["sessionId"] = *policy.sessionId;
+    out["writableRoots"] = policy.writableRoots;
+    out["protectedPaths"] = policy.protectedPaths;
+    out["unreadablePaths"] = policy.unreadablePaths;
+    out["network"] = std::string(to_string(policy.network));
     return out;
 }
 
@@ -49,6 +53,9 @@ ojson plan_json(const Plan& plan) {
         out["policy"] = policy_json(plan.policy);
         out["writableRoots"] = c.writableRoots;
         out["passedFds"] = c.passedFds;
+        out["protectedPaths"] = c.protectedPaths;
+        out["unreadablePaths"] = c.unreadablePaths;
+        out["network"] = std::string(to_string(c.network));
     } else {
         out["backend"] = nullptr;
         out["enforcement"] = nullptr;
@@ -58,6 +65,9 @@ ojson plan_json(const Plan& plan) {
         out["policy"] = policy_json(plan.policy);
         out["writableRoots"] = ojson::array({"/"});
         out["passedFds"] = nullptr;  // unconfined: whatever the caller left open is inherited
+        out["protectedPaths"] = ojson::array();
+        out["unreadablePaths"] = ojson::array();
+        out["network"] = nullptr;  // not governed
     }
     return out;
 }

@@ -1,5 +1,6 @@
 #include "policy.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <filesystem>
@@ -94,6 +95,48 @@ SandboxExecutionPolicy resolve_policy(const SandboxPolicyRequest& request,
         policy.workspaceRoot = canonical_directory(process_cwd, "the current directory");
     }
     policy.sessionId = request.sessionId;
+
+    const auto expand = [&](const std::string& path, const std::string& what) {
+        if (path.rfind("~/", 0) != 0) return path;
+        if (!request.home || !is_absolute_path(*request.home))
+            throw Error(code::Config, what + " '" + path + "': ~/ needs $HOME, which is not an absolute path");
+        return (std::filesystem::path(*request.home) / path.substr(2)).string();
+    };
+    if (request.writableRoots) {
+        for (const auto& root : *request.writableRoots) policy.writableRoots.push_back(canonical_directory(root, "--writable-root"));
+    } else if (session && !session->writableRoots.empty()) {
+        for (const auto& root : session->writableRoots)
+            policy.writableRoots.push_back(canonical_directory(root, "the session's writable root"));
+    } else if (config.writableRoots) {
+        const std::string what = config.source + ": [sandbox] writable_roots";
+        for (const auto& root : *config.writableRoots) policy.writableRoots.push_back(canonical_directory(expand(root, what), what));
+    }
+    std::sort(policy.writableRoots.begin(), policy.writableRoots.end());
+    policy.writableRoots.erase(std::unique(policy.writableRoots.begin(), policy.writableRoots.end()), policy.writableRoots.end());
+
+    if (config.protectedPaths) policy.protectedPaths = *config.protectedPaths;
+
+    std::vector<std::string> unreadable;
+    if (request.unreadablePaths) {
+        for (const auto& path : *request.unreadablePaths) {
+            if (!is_absolute_path(path)) throw Error(code::Usage, "--deny-read '" + path + "' is not an absolute path");
+            unreadable.push_back(path);
+        }
+    } else if (config.denyRead) {
+        for (const auto& path : *config.denyRead) unreadable.push_back(expand(path, config.source + ": [sandbox] deny_read"));
+    }
+    for (const auto& path : unreadable) {
+        std::error_code ec;
+        const std::filesystem::path canonical = std::filesystem::weakly_canonical(path, ec);
+        policy.unreadablePaths.push_back(ec ? std::filesystem::path(path).lexically_normal().string() : canonical.string());
+    }
+    std::sort(policy.unreadablePaths.begin(), policy.unreadablePaths.end());
+    policy.unreadablePaths.erase(std::unique(policy.unreadablePaths.begin(), policy.unreadablePaths.end()),
+                                 policy.unreadablePaths.end());
+
+    if (request.network) policy.network = *request.network;
+    else if (session && session->lastNetwork) policy.network = *session->lastNetwork;
+    else if (config.network) policy.network = *config.network;
     return policy;
 }
 

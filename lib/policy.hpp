@@ -16,18 +16,30 @@ struct SandboxPolicyRequest {
     std::optional<SandboxMode> mode;            // --mode: an approved explicit mode
     std::optional<std::string> workspaceRoot;   // --workspace-root: agentless calls
     std::optional<std::string> sessionId;
+    std::optional<std::vector<std::string>> writableRoots = std::nullopt;  // --writable-root (absolute)
+    std::optional<std::vector<std::string>> unreadablePaths = std::nullopt;  // --deny-read (absolute)
+    std::optional<NetworkPolicy> network = std::nullopt;                    // --network
+    // $HOME, for `~/` in the config's paths; absent: such a path is an error.
+    std::optional<std::string> home = std::nullopt;
 };
 
-// What a session contributes: its immutable cwd and the last mode it logged.
+// What a session contributes: its immutable cwd (and extra roots), and the last mode and
+// network it logged.
 struct SessionPolicyView {
     std::string cwd;
     std::optional<SandboxMode> lastMode;
     std::optional<std::string> cwdId = std::nullopt;  // as recorded and checked
+    std::vector<std::string> writableRoots = {};      // recorded at `session start`
+    std::optional<NetworkPolicy> lastNetwork = std::nullopt;
 };
 
 // mode: request > session's last event > config default > read-only.
 // root: session cwd > request root (an error when it contradicts the session) > config >
 // the process's cwd. The root is canonicalized with filesystem semantics.
+// writable roots: request > the session's > config > none; each canonical, existing, a directory.
+// unreadable paths: request > config > none; canonical where they exist.
+// protected paths: config > [".git/hooks", ".git/config"]. network: request > the session's last
+// network event > config > allow.
 SandboxExecutionPolicy resolve_policy(const SandboxPolicyRequest& request,
                                       const std::optional<SessionPolicyView>& session,
                                       const Config& config, const std::string& process_cwd);

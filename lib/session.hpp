@@ -22,11 +22,26 @@ struct SessionEvent {
     std::string at;  // when it was logged, UTC, ISO 8601
 };
 
+struct NetworkEvent {
+    NetworkPolicy network;
+    std::string at;
+};
+
 // One complete log line, newline included.
 std::string encode_mode_event(SandboxMode mode, const std::string& at);
+std::string encode_network_event(NetworkPolicy network, const std::string& at);
+
+// One event of either kind, in log order: what `session show` lists.
+struct LoggedEvent {
+    std::string type;   // "sandbox/mode" or "sandbox/network"
+    std::string value;  // the mode or the network
+    std::string at;
+};
 
 struct ParsedLog {
     std::vector<SessionEvent> events;
+    std::vector<NetworkEvent> networkEvents;
+    std::vector<LoggedEvent> timeline;
     std::vector<std::string> warnings;  // e.g. a torn last line skipped
 };
 
@@ -36,7 +51,11 @@ ParsedLog parse_session_log(std::string_view content, const std::string& id);
 
 // The record: the canonical cwd and, since the cwd's identity is recorded, its "DEV:INO".
 std::string encode_session_record(const std::string& id, const std::string& cwd,
-                                  const std::optional<std::string>& cwd_id = std::nullopt);
+                                  const std::optional<std::string>& cwd_id = std::nullopt,
+                                  const std::vector<std::string>& writable_roots = {},
+                                  const std::vector<std::string>& writable_root_ids = {});
+std::vector<std::string> decode_session_writable_roots(std::string_view record, const std::string& id);
+std::vector<std::string> decode_session_writable_root_ids(std::string_view record, const std::string& id);
 std::string decode_session_cwd(std::string_view record, const std::string& id);
 std::optional<std::string> decode_session_cwd_id(std::string_view record, const std::string& id);
 
@@ -70,10 +89,15 @@ struct SessionState {
     std::string id;
     std::string cwd;
     std::optional<std::string> cwdId;  // absent in records of older versions
+    std::vector<std::string> writableRoots;  // recorded at start, immutable like the cwd
+    std::vector<std::string> writableRootIds;  // their identities, in the same order
     std::vector<SessionEvent> events;
+    std::vector<NetworkEvent> networkEvents;
+    std::vector<LoggedEvent> timeline;
     std::vector<std::string> warnings;
 
     std::optional<SandboxMode> last_mode() const;
+    std::optional<NetworkPolicy> last_network() const;
 };
 
 class Sessions {
@@ -84,8 +108,10 @@ public:
 
     // Records the canonical cwd (and its identity). Starting again with the same cwd is a
     // no-op; with another, an error. Returns false for the no-op.
-    bool start(const std::string& id, const std::string& cwd);
+    // `writable_roots` are recorded with the cwd (canonical) and are as immutable as it is.
+    bool start(const std::string& id, const std::string& cwd, const std::vector<std::string>& writable_roots = {});
     void set_mode(const std::string& id, SandboxMode mode, const std::string& at);
+    void set_network(const std::string& id, NetworkPolicy network, const std::string& at);
     SessionState show(const std::string& id);
     void end(const std::string& id);
     std::string temp_dir(const std::string& id);
@@ -95,8 +121,9 @@ private:
     const DirectoryIdentity* identity_;
 };
 
-// The session's cwd is still the directory recorded at `session start`: at the same canonical
-// path, reached without a symlink, with the same identity. SESSION_CWD_CHANGED otherwise.
+// The session's cwd, and each writable root it recorded, is still the directory recorded at
+// `session start`: at the same canonical path, reached without a symlink, with the same
+// identity. SESSION_CWD_CHANGED otherwise.
 void require_same_cwd(const SessionState& state, const DirectoryIdentity& identity);
 
 }  // namespace dsh

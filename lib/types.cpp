@@ -19,6 +19,14 @@ std::string_view to_string(SandboxEnforcement enforcement) {
     return enforcement == SandboxEnforcement::Full ? "full" : "partial";
 }
 
+std::string_view to_string(NetworkPolicy network) { return network == NetworkPolicy::Deny ? "deny" : "allow"; }
+
+std::optional<NetworkPolicy> parse_network_policy(std::string_view text) {
+    if (text == "allow") return NetworkPolicy::Allow;
+    if (text == "deny") return NetworkPolicy::Deny;
+    return std::nullopt;
+}
+
 std::optional<SandboxMode> parse_sandbox_mode(std::string_view text) {
     if (text == "read-only") return SandboxMode::ReadOnly;
     if (text == "workspace-write") return SandboxMode::WorkspaceWrite;

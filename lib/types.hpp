@@ -17,9 +17,15 @@ enum class ConfinedSandboxMode { ReadOnly, WorkspaceWrite };
 
 enum class SandboxEnforcement { Full, Partial };
 
+// The network, a dimension of the policy beside the mode (the seed keeps it out of SandboxMode):
+// `deny` keeps the command from IP traffic and from host daemons' sockets.
+enum class NetworkPolicy { Allow, Deny };
+
 std::string_view to_string(SandboxMode mode);
 std::string_view to_string(ConfinedSandboxMode mode);
 std::string_view to_string(SandboxEnforcement enforcement);
+std::string_view to_string(NetworkPolicy network);
+std::optional<NetworkPolicy> parse_network_policy(std::string_view text);
 std::optional<SandboxMode> parse_sandbox_mode(std::string_view text);
 std::optional<ConfinedSandboxMode> confined(SandboxMode mode);
 
@@ -32,6 +38,13 @@ struct SandboxExecutionPolicy {
     // The workspace root's identity ("DEV:INO") where resolution has it: a session's, recorded at
     // `session start` and checked at this call. Not part of the printed policy.
     std::optional<std::string> workspaceRootId = std::nullopt;
+    // Directories writable beside the workspace in workspace-write (absolute, canonical).
+    std::vector<std::string> writableRoots = {};
+    // Paths, relative to each writable root, kept read-only where they exist.
+    std::vector<std::string> protectedPaths = {".git/hooks", ".git/config"};
+    // Paths the command must not read (absolute, canonical where they exist).
+    std::vector<std::string> unreadablePaths = {};
+    NetworkPolicy network = NetworkPolicy::Allow;
 
     bool operator==(const SandboxExecutionPolicy&) const = default;
 };
@@ -50,6 +63,14 @@ struct SandboxPolicy {
     std::optional<std::string> workspaceRootId = std::nullopt;
     // Descriptors above 2 passed on to the command (--keep-fd); every other one is closed.
     std::vector<int> keepFds = {};
+    // Writable beside the workspace (workspace-write only): absolute, canonical.
+    std::vector<std::string> writableRoots = {};
+    // Absolute paths inside the writable roots, existing when the call was planned, that stay
+    // read-only (protected_paths, found at each root's top level; confine_call finds them).
+    std::vector<std::string> protectedPaths = {};
+    // Absolute, canonical, existing paths the command must not read.
+    std::vector<std::string> unreadablePaths = {};
+    NetworkPolicy network = NetworkPolicy::Allow;
 
     bool operator==(const SandboxPolicy&) const = default;
 };
@@ -81,6 +102,9 @@ struct ConfinedArgv {
     std::vector<RunnerFailureRule> runnerFailureRules;
     std::vector<std::string> writableRoots;  // every path the command can write, as it sees it
     std::vector<int> passedFds = {0, 1, 2};  // the descriptors the command inherits; all others are closed
+    std::vector<std::string> protectedPaths = {};   // kept read-only by this backend (or named in a gap)
+    std::vector<std::string> unreadablePaths = {};  // hidden by this backend (or named in a gap)
+    NetworkPolicy network = NetworkPolicy::Allow;
 
     bool operator==(const ConfinedArgv&) const = default;
 };

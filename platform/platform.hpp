@@ -66,6 +66,8 @@ struct LandlockExecRequest {
     int statusFd = -1;
     int maxAbi = 0;               // 0: the kernel's
     std::vector<int> keepFds;     // descriptors above 2 passed on
+    std::vector<std::string> writableRoots;  // [DEV:INO@]PATH
+    bool denyNetwork = false;
 };
 int landlock_exec(const LandlockExecRequest& request, const std::vector<std::string>& argv);
 

@@ -20,6 +20,7 @@ bool executable_file(const std::string& path) { return access(path.c_str(), X_OK
 std::vector<std::string> writable_places(const SandboxPolicy& policy) {
     std::vector<std::string> places = {policy.workspaceRoot, landlock::private_temp_base(geteuid())};
     if (policy.sessionTempDir) places.push_back(*policy.sessionTempDir);
+    places.insert(places.end(), policy.writableRoots.begin(), policy.writableRoots.end());
     return places;
 }
 
@@ -126,6 +127,11 @@ Expected<ConfinedArgv> BwrapBackend::confine(const std::vector<std::string>& arg
         const auto temp_id = posix::directory_identity(temp, why);
         if (!temp_id) return Expected<ConfinedArgv>::failure("the temp area " + why);
         layout.tempDirId = temp_id->text();
+        for (const auto& writable : policy.writableRoots) {
+            const auto id = posix::directory_identity(writable, why);
+            if (!id) return Expected<ConfinedArgv>::failure("the writable root " + why);
+            layout.writableRootIds.push_back(id->text());
+        }
     }
     ConfinedArgv out;
     out.argv = build_argv(layout, argv, policy);
@@ -133,10 +139,18 @@ Expected<ConfinedArgv> BwrapBackend::confine(const std::vector<std::string>& arg
     out.enforcement = SandboxEnforcement::Full;
     Dialect rules = dialect();
     out.denialSignatures = rules.denialSignatures;
+    // A hidden path is an empty directory or file of mode 000: reading it is EACCES.
+    if (!policy.unreadablePaths.empty()) out.denialSignatures.push_back("permission denied");
+    // The stage's filter refuses sockets with EPERM; the namespace has no route out.
+    if (policy.network == NetworkPolicy::Deny)
+        out.denialSignatures.insert(out.denialSignatures.end(), {"operation not permitted", "network is unreachable"});
     out.runnerFailureRules = rules.runnerFailureRules;
     out.writableRoots = writable_roots(policy, layout);
     out.passedFds = {0, 1, 2};
     out.passedFds.insert(out.passedFds.end(), policy.keepFds.begin(), policy.keepFds.end());
+    out.protectedPaths = policy.protectedPaths;
+    out.unreadablePaths = policy.unreadablePaths;
+    out.network = policy.network;
     return out;
 }
 

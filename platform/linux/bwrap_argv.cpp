@@ -8,6 +8,9 @@ std::vector<std::string> stage_arguments(const StageRequest& request) {
     if (!request.tempBind.empty()) out.insert(out.end(), {"--temp-bind", request.tempBind});
     if (!request.tempTmpfs.empty()) out.insert(out.end(), {"--temp-tmpfs", request.tempTmpfs});
     for (const auto& root : request.roots) out.insert(out.end(), {"--root", root});
+    for (const auto& path : request.protect) out.insert(out.end(), {"--protect", path});
+    for (const auto& path : request.hide) out.insert(out.end(), {"--hide", path});
+    if (request.denyNetwork) out.insert(out.end(), {"--network", "deny"});
     out.insert(out.end(), {"--chdir", request.chdir});
     if (request.statusFd >= 0) out.insert(out.end(), {"--status-fd", std::to_string(request.statusFd)});
     for (int fd : request.keepFds) out.insert(out.end(), {"--keep-fd", std::to_string(fd)});
@@ -35,16 +38,27 @@ std::vector<std::string> build_argv(const Layout& layout, const std::vector<std:
         }
         out.insert(out.end(), {"--bind", policy.workspaceRoot, staging + "/0"});
         stage.roots.push_back(layout.workspaceRootId + "@" + policy.workspaceRoot);
+        for (std::size_t i = 0; i < policy.writableRoots.size() && i < layout.writableRootIds.size(); ++i) {
+            out.insert(out.end(), {"--bind", policy.writableRoots[i], staging + "/" + std::to_string(i + 1)});
+            stage.roots.push_back(layout.writableRootIds[i] + "@" + policy.writableRoots[i]);
+        }
+        stage.protect = policy.protectedPaths;
     } else if (!layout.privateTemp.empty()) {  // the probe: the stage's mount path, tried on a tmpfs
         out.insert(out.end(), {"--perms", "0700", "--tmpfs", staging + "/temp"});
         stage.tempTmpfs = layout.tempDirId + "@" + layout.privateTemp;
     }
-    const bool mounts = !stage.roots.empty() || !stage.tempBind.empty() || !stage.tempTmpfs.empty();
+    stage.hide = policy.unreadablePaths;
+    stage.denyNetwork = policy.network == NetworkPolicy::Deny;
+    const bool mounts = !stage.roots.empty() || !stage.tempBind.empty() || !stage.tempTmpfs.empty() || !stage.hide.empty();
     out.insert(out.end(), {"--remount-ro", "/dev"});
     // With mounts to make, an unprivileged stage must first write its uid and gid maps in /proc:
     // it remounts /proc read-only itself, before the command runs (bwrap_stage.cpp).
     if (!mounts) out.insert(out.end(), {"--remount-ro", "/proc"});
-    out.insert(out.end(), {"--unshare-pid", "--unshare-ipc", "--die-with-parent", "--cap-drop", "ALL"});
+    out.insert(out.end(), {"--unshare-pid", "--unshare-ipc"});
+    // A new network namespace holds only its own loopback: no route out, and the host's abstract
+    // Unix sockets live in the host's namespace. Sockets by path are the stage's filter's job.
+    if (stage.denyNetwork) out.push_back("--unshare-net");
+    out.insert(out.end(), {"--die-with-parent", "--cap-drop", "ALL"});
     // A root caller's stage keeps CAP_SETPCAP (bubblewrap leaves the bounding set full; the stage
     // empties it and locks root's exec-time grant off) and, for the mounts, CAP_SYS_ADMIN; it
     // drops both before the command runs.
@@ -64,6 +78,7 @@ std::vector<std::string> writable_roots(const SandboxPolicy& policy, const Layou
     std::vector<std::string> roots;
     if (policy.mode == ConfinedSandboxMode::WorkspaceWrite) {
         roots.push_back(policy.workspaceRoot);
+        roots.insert(roots.end(), policy.writableRoots.begin(), policy.writableRoots.end());
         roots.push_back(policy.sessionTempDir ? *policy.sessionTempDir : layout.privateTemp);
         roots.push_back("/dev/shm");  // a private tmpfs
     }

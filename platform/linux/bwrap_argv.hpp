@@ -33,6 +33,9 @@ struct StageRequest {
     std::string chdir;               // where the command runs (absolute)
     int statusFd = -1;               // 'S' just before execve, 'F' if it failed
     std::vector<int> keepFds;
+    std::vector<std::string> protect;  // inside the roots: kept read-only, with every directory between
+    std::vector<std::string> hide;     // made unreadable: an empty mode-000 directory or file over each
+    bool denyNetwork = false;          // refuse sockets but socketpair(), AF_UNIX where needed, netlink
 };
 
 // The stage's arguments after `SELF bwrap-stage`, up to (not including) the `--`.
@@ -46,6 +49,7 @@ struct Layout {
     std::string workspaceRootId = {};  // DEV:INO of the workspace root (workspace-write)
     std::string tempDirId = {};        // DEV:INO of the session's temp area, or of privateTemp
     std::string privateTemp = {};      // without a session: a tmpfs over this directory is the temp area
+    std::vector<std::string> writableRootIds = {};  // DEV:INO of each of policy.writableRoots, in order
     std::vector<int> keepFds = {};
 };
 

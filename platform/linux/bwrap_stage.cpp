@@ -9,6 +9,7 @@
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -31,6 +32,15 @@ public:
     explicit Fd(int fd = -1) : fd_(fd) {}
     Fd(const Fd&) = delete;
     Fd& operator=(const Fd&) = delete;
+    Fd(Fd&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+    Fd& operator=(Fd&& other) noexcept {
+        if (this != &other) {
+            if (fd_ >= 0) close(fd_);
+            fd_ = other.fd_;
+            other.fd_ = -1;
+        }
+        return *this;
+    }
     ~Fd() {
         if (fd_ >= 0) close(fd_);
     }
@@ -121,6 +131,105 @@ bool proc_read_only() {
     return statvfs("/proc", &st) == 0 && (st.f_flag & ST_RDONLY) != 0;
 }
 
+// Self-binds `path` (reached without symlinks): a mount point cannot be renamed or removed, so
+// neither it nor what lies under it can be moved aside and replaced. `read_only` also makes the
+// new mount (and every mount under it) read-only.
+bool bind_onto_itself(const std::string& path, bool read_only, std::string& why) {
+    Fd at(posix::open_no_symlinks(path, O_PATH));
+    if (!at) {
+        why = path + (errno == ELOOP ? ": a component is now a symlink (refused); nothing ran"
+                                     : ": " + std::string(std::strerror(errno)));
+        return false;
+    }
+    Fd tree(open_tree(at.get(), "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE));
+    if (!tree) {
+        why = errno_text("open_tree " + path);
+        return false;
+    }
+    if (read_only) {
+        mount_attr attr{};
+        attr.attr_set = MOUNT_ATTR_RDONLY;
+        if (mount_setattr(tree.get(), "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) != 0) {
+            why = errno_text("read-only " + path);
+            return false;
+        }
+    }
+    if (move_mount(tree.get(), "", at.get(), "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) != 0) {
+        why = errno_text("mounting " + path + " onto itself");
+        return false;
+    }
+    return true;
+}
+
+// A protected path inside a root: every directory between the root and it is bound onto itself
+// (so none can be renamed away), then the path itself, read-only.
+bool protect(const std::string& path, const std::vector<Target>& roots, std::string& why) {
+    const Target* root = nullptr;
+    for (const auto& candidate : roots)
+        if (path.size() > candidate.path.size() && path.compare(0, candidate.path.size(), candidate.path) == 0 &&
+            (candidate.path == "/" || path[candidate.path.size()] == '/'))
+            root = &candidate;
+    if (!root) {
+        why = "--protect " + path + " lies in no writable root";
+        return false;
+    }
+    for (std::size_t slash = path.find('/', root->path.size() + 1); slash != std::string::npos; slash = path.find('/', slash + 1))
+        if (!bind_onto_itself(path.substr(0, slash), false, why)) return false;
+    return bind_onto_itself(path, true, why);
+}
+
+// A detached tmpfs of its own, read-only, mode 000, holding one empty file of mode 000: what is
+// mounted over a hidden directory (its root) or file (the file).
+bool hide(const std::string& path, std::string& why) {
+    Fd target(posix::open_no_symlinks(path, O_PATH));
+    if (!target) {
+        if (errno == ENOENT) return true;  // gone since the plan: nothing to read
+        why = path + (errno == ELOOP ? ": a component is now a symlink (refused); nothing ran"
+                                     : ": " + std::string(std::strerror(errno)));
+        return false;
+    }
+    struct stat st {};
+    if (fstat(target.get(), &st) != 0) {
+        why = errno_text(path);
+        return false;
+    }
+    Fd fs(fsopen("tmpfs", FSOPEN_CLOEXEC));
+    if (!fs || fsconfig(fs.get(), FSCONFIG_SET_STRING, "mode", "0", 0) != 0 ||
+        fsconfig(fs.get(), FSCONFIG_SET_STRING, "size", "4k", 0) != 0 ||
+        fsconfig(fs.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) != 0) {
+        why = errno_text("tmpfs to hide " + path);
+        return false;
+    }
+    Fd mnt(fsmount(fs.get(), FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC));
+    if (!mnt) {
+        why = errno_text("tmpfs to hide " + path);
+        return false;
+    }
+    Fd source;
+    if (S_ISDIR(st.st_mode)) {
+        source = Fd(open_tree(mnt.get(), "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH));
+    } else {
+        Fd file(openat(mnt.get(), "hidden", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0));
+        if (!file) {
+            why = errno_text("the empty file to hide " + path);
+            return false;
+        }
+        source = Fd(open_tree(mnt.get(), "hidden", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC));
+    }
+    if (!source) {
+        why = errno_text("open_tree to hide " + path);
+        return false;
+    }
+    mount_attr attr{};
+    attr.attr_set = MOUNT_ATTR_RDONLY;
+    if (mount_setattr(source.get(), "", AT_EMPTY_PATH, &attr, sizeof attr) != 0 ||
+        move_mount(source.get(), "", target.get(), "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) != 0) {
+        why = errno_text("hiding " + path);
+        return false;
+    }
+    return true;
+}
+
 }  // namespace
 
 int run_stage(const StageRequest& request, const std::vector<std::string>& argv) {
@@ -137,15 +246,24 @@ int run_stage(const StageRequest& request, const std::vector<std::string>& argv)
     if (!temp_text.empty() && !parse_target(temp_text, temp, why)) return fail("--temp " + why);
 
     const std::string staging = kStagingDir;
-    if (!roots.empty() || !temp_text.empty()) {
+    for (const auto& path : request.protect)
+        if (path.empty() || path.front() != '/') return fail("--protect must be an absolute path");
+    for (const auto& path : request.hide)
+        if (path.empty() || path.front() != '/') return fail("--hide must be an absolute path");
+    if (!roots.empty() || !temp_text.empty() || !request.hide.empty()) {
         if (!linux_runner::has_sys_admin() && !enter_own_namespaces(why)) return fail(why);
         if (!temp_text.empty() && !mount_over(staging + "/temp", request.tempTmpfs.empty(), temp, why)) return fail(why);
         for (std::size_t i = 0; i < roots.size(); ++i)
             if (!mount_over(staging + "/" + std::to_string(i), true, roots[i], why)) return fail(why);
         // The staged mounts stay under the staging directory (locked, unprivileged): an empty
         // read-only tmpfs covers them, so the command reaches each root at its real path only.
-        if (mount("tmpfs", staging.c_str(), "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=0555") != 0)
-            return fail(errno_text("covering " + staging));
+        if (!roots.empty() || !temp_text.empty())
+            if (mount("tmpfs", staging.c_str(), "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=0555") != 0)
+                return fail(errno_text("covering " + staging));
+        for (const auto& path : request.protect)
+            if (!protect(path, roots, why)) return fail(why);
+        for (const auto& path : request.hide)
+            if (!hide(path, why)) return fail(why);
     }
     // /proc read-only (bubblewrap 0.8 leaves /proc/sys writable to root otherwise): bubblewrap
     // remounts it when there are no mounts to make; with them, the stage needed it writable for
@@ -165,7 +283,12 @@ int run_stage(const StageRequest& request, const std::vector<std::string>& argv)
     }
     if (!temp_text.empty()) setenv("TMPDIR", temp.path.c_str(), 1);
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return fail(errno_text("no_new_privs"));
-    if (!linux_guard::install_tty_guard(why)) return fail(why);
+    linux_guard::GuardOptions guard;
+    // With the network denied, host daemons' sockets by path are still reachable from this
+    // network namespace: AF_UNIX sockets are refused too (socketpair() still works).
+    guard.denyNetwork = request.denyNetwork;
+    guard.unixSockets = false;
+    if (!linux_guard::install_tty_guard(why, guard)) return fail(why);
     if (!linux_runner::drop_capabilities(why)) return fail(why);
     return linux_runner::exec_command(argv, request.statusFd, request.keepFds, "BWRAP_STAGE");
 }

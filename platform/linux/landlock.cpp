@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include <dirent.h>
@@ -154,16 +155,27 @@ int exec_confined(const RunnerArgs& args, const std::vector<std::string>& argv) 
     if (temp_dir) setenv("TMPDIR", temp_dir->c_str(), 1);
 
     SandboxPolicy policy{args.mode, args.workspaceRoot, std::nullopt, std::nullopt};
-    landlock_uapi::RulesetAttr attr{handled_access(abi)};
-    const int ruleset = static_cast<int>(syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0));
+    std::map<std::string, std::optional<std::string>> root_ids;  // writable roots: path -> expected identity
+    for (const auto& root : args.writableRoots) {
+        const std::size_t at = root.find('@');
+        const std::string path = at == std::string::npos ? root : root.substr(at + 1);
+        if (path.empty() || path.front() != '/') return fail("--writable-root '" + root + "' is not [DEV:INO@]/ABSOLUTE/PATH");
+        policy.writableRoots.push_back(path);
+        root_ids[path] = at == std::string::npos ? std::nullopt : std::optional<std::string>(root.substr(0, at));
+    }
+    landlock_uapi::RulesetAttr attr{handled_access(abi), handled_net_access(abi, args.denyNetwork), scoped(abi, args.denyNetwork)};
+    const int ruleset =
+        static_cast<int>(syscall(SYS_landlock_create_ruleset, &attr, landlock_uapi::ruleset_attr_size(abi), 0));
     if (ruleset < 0) return fail(errno_text("landlock_create_ruleset"));
     for (const Grant& grant : grants(policy, temp_dir, posix_shell_sinks(), abi)) {
         std::optional<std::string> expected;
         const bool is_root = args.mode == ConfinedSandboxMode::WorkspaceWrite && grant.path == args.workspaceRoot;
         const bool is_temp = temp_dir && grant.path == *temp_dir;
-        const bool expected_directory = is_root || is_temp;
+        const auto extra = args.mode == ConfinedSandboxMode::WorkspaceWrite ? root_ids.find(grant.path) : root_ids.end();
+        const bool expected_directory = is_root || is_temp || extra != root_ids.end();
         if (is_root) expected = args.workspaceRootId;
         if (is_temp) expected = temp_id;
+        if (extra != root_ids.end()) expected = extra->second;
         const int fd = open_grant(grant.path, expected, why);
         if (fd < 0) {
             if (errno == ENOENT && grant.path.rfind("/dev/", 0) == 0) continue;  // a sink this host lacks
@@ -187,7 +199,13 @@ int exec_confined(const RunnerArgs& args, const std::vector<std::string>& argv) 
         }
     }
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return fail(errno_text("no_new_privs"));
-    if (!linux_guard::install_tty_guard(why, true)) return fail(why);
+    linux_guard::GuardOptions guard;
+    guard.metadataIoctls = true;
+    // Host daemons' sockets by path are reachable from here: AF_UNIX sockets are refused too
+    // (socketpair() still works); TCP is also refused by the ruleset where the ABI has it.
+    guard.denyNetwork = args.denyNetwork;
+    guard.unixSockets = false;
+    if (!linux_guard::install_tty_guard(why, guard)) return fail(why);
     if (!linux_runner::drop_capabilities(why)) return fail(why);
     if (syscall(SYS_landlock_restrict_self, ruleset, 0) != 0) return fail(errno_text("landlock_restrict_self"));
     close(ruleset);
@@ -232,8 +250,9 @@ Expected<ConfinedArgv> LandlockBackend::confine(const std::vector<std::string>& 
     // A printed plan runs this binary by its path: it must be one no confined command can replace.
     std::optional<std::string> trusted = posix::trusted_executable(runner_, why);
     if (!trusted) return Expected<ConfinedArgv>::failure("the runner (dsh-confine itself) is refused: " + why);
-    for (const auto& place : {std::optional<std::string>(policy.workspaceRoot), policy.sessionTempDir,
-                              std::optional<std::string>(private_temp_base(geteuid()))})
+    std::vector<std::optional<std::string>> places = {policy.workspaceRoot, policy.sessionTempDir, private_temp_base(geteuid())};
+    places.insert(places.end(), policy.writableRoots.begin(), policy.writableRoots.end());
+    for (const auto& place : places)
         if (place && !paths_within({*trusted}, *place).empty())
             return Expected<ConfinedArgv>::failure("the runner " + *trusted + " lies inside " + *place +
                                                    ", which a confined command may write: it could be replaced there");
@@ -249,10 +268,15 @@ Expected<ConfinedArgv> LandlockBackend::confine(const std::vector<std::string>& 
             args.tempDirId = temp->text();
         }
     }
+    for (auto& root : args.writableRoots) {
+        const auto id = posix::directory_identity(root, why);
+        if (!id) return Expected<ConfinedArgv>::failure("the writable root " + why);
+        root = id->text() + "@" + root;
+    }
     ConfinedArgv out;
     out.argv = build_argv(*trusted, args, argv);
     out.backend = name();
-    out.enforcementGaps = enforcement_gaps(abi);
+    out.enforcementGaps = enforcement_gaps(abi, policy);
     out.enforcement = out.enforcementGaps.empty() ? SandboxEnforcement::Full : SandboxEnforcement::Partial;
     Dialect rules = dialect();
     out.denialSignatures = rules.denialSignatures;
@@ -260,6 +284,10 @@ Expected<ConfinedArgv> LandlockBackend::confine(const std::vector<std::string>& 
     out.writableRoots = writable_roots(args);
     out.passedFds = {0, 1, 2};
     out.passedFds.insert(out.passedFds.end(), policy.keepFds.begin(), policy.keepFds.end());
+    out.protectedPaths = policy.protectedPaths;
+    out.unreadablePaths = policy.unreadablePaths;
+    out.network = policy.network;
+    if (policy.network == NetworkPolicy::Deny) out.denialSignatures.push_back("operation not permitted");
     return out;
 }
 

@@ -32,11 +32,16 @@
 
 namespace dsh::landlock_uapi {
 
-// struct landlock_ruleset_attr grew over ABIs (net in 4, scoped in 6); the kernel accepts any
-// prefix of it, and only handled_access_fs is used here, so this prefix is passed.
+// struct landlock_ruleset_attr grew over ABIs (net in 4, scoped in 6); the kernel accepts the
+// prefix an ABI knows, so the size passed is the one of the fields used.
 struct RulesetAttr {
     std::uint64_t handled_access_fs;
+    std::uint64_t handled_access_net;  // ABI 4
+    std::uint64_t scoped;              // ABI 6
 };
+inline constexpr std::size_t ruleset_attr_size(int abi) {
+    return abi >= 6 ? sizeof(RulesetAttr) : abi >= 4 ? 2 * sizeof(std::uint64_t) : sizeof(std::uint64_t);
+}
 
 struct PathBeneathAttr {
     std::uint64_t allowed_access;

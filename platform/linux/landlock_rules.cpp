@@ -20,6 +20,7 @@ std::vector<Grant> grants(const SandboxPolicy& policy, const std::optional<std::
         out.push_back({sink, (access::ReadFile | access::WriteFile | access::Truncate | access::IoctlDev) & handled});
     if (policy.mode == ConfinedSandboxMode::WorkspaceWrite) {
         out.push_back({policy.workspaceRoot, handled});
+        for (const auto& root : policy.writableRoots) out.push_back({root, handled});
         if (temp_dir) out.push_back({*temp_dir, handled});
     }
     return out;
@@ -40,6 +41,33 @@ std::vector<std::string> enforcement_gaps(int abi) {
     return gaps;
 }
 
+std::vector<std::string> enforcement_gaps(int abi, const SandboxPolicy& policy) {
+    std::vector<std::string> gaps = enforcement_gaps(abi);
+    if (abi < 6)
+        gaps.push_back("signals: the command can signal the caller's other processes (Landlock scopes them from ABI 6)");
+    const auto join = [](const std::vector<std::string>& paths) {
+        std::string out;
+        for (const auto& path : paths) out += (out.empty() ? "" : ", ") + path;
+        return out;
+    };
+    if (policy.mode == ConfinedSandboxMode::WorkspaceWrite && !policy.protectedPaths.empty())
+        gaps.push_back("protected paths: Landlock cannot take write access back inside a granted root, so " +
+                       join(policy.protectedPaths) + " stay writable");
+    if (!policy.unreadablePaths.empty())
+        gaps.push_back("unreadable paths: Landlock cannot take read access back from the readable host, so " +
+                       join(policy.unreadablePaths) + " stay readable");
+    return gaps;
+}
+
+std::uint64_t handled_net_access(int abi, bool deny_network) {
+    return abi >= 4 && deny_network ? (net_access::BindTcp | net_access::ConnectTcp) : 0;
+}
+
+std::uint64_t scoped(int abi, bool deny_network) {
+    if (abi < 6) return 0;
+    return scope::Signal | (deny_network ? scope::AbstractUnixSocket : 0);
+}
+
 std::string private_temp_base(unsigned uid) { return "/tmp/dsh-confine-" + std::to_string(uid); }
 
 int effective_abi(int kernel_abi, const std::optional<int>& max_abi) {
@@ -52,6 +80,8 @@ RunnerArgs runner_args(const SandboxPolicy& policy, unsigned uid, const std::opt
     args.mode = policy.mode;
     args.workspaceRoot = policy.workspaceRoot;
     args.keepFds = policy.keepFds;
+    args.denyNetwork = policy.network == NetworkPolicy::Deny;
+    if (policy.mode == ConfinedSandboxMode::WorkspaceWrite) args.writableRoots = policy.writableRoots;
     if (policy.mode == ConfinedSandboxMode::WorkspaceWrite) args.workspaceRootId = policy.workspaceRootId;
     if (policy.mode == ConfinedSandboxMode::WorkspaceWrite) {
         if (policy.sessionTempDir) args.tempDir = policy.sessionTempDir;
@@ -69,6 +99,8 @@ std::vector<std::string> build_argv(const std::string& runner, const RunnerArgs&
     if (args.tempDirId) out.insert(out.end(), {"--temp-dir-id", *args.tempDirId});
     if (args.privateTempBase) out.insert(out.end(), {"--private-temp-base", *args.privateTempBase});
     if (args.maxAbi) out.insert(out.end(), {"--max-abi", std::to_string(*args.maxAbi)});
+    for (const auto& root : args.writableRoots) out.insert(out.end(), {"--writable-root", root});
+    if (args.denyNetwork) out.insert(out.end(), {"--network", "deny"});
     for (int fd : args.keepFds) out.insert(out.end(), {"--keep-fd", std::to_string(fd)});
     out.push_back("--");
     out.insert(out.end(), argv.begin(), argv.end());
@@ -79,6 +111,7 @@ std::vector<std::string> writable_roots(const RunnerArgs& args) {
     std::vector<std::string> roots;
     if (args.mode == ConfinedSandboxMode::WorkspaceWrite) {
         roots.push_back(args.workspaceRoot);
+        for (const auto& root : args.writableRoots) roots.push_back(root.substr(root.find('@') == std::string::npos ? 0 : root.find('@') + 1));
         if (args.tempDir) roots.push_back(*args.tempDir);
         if (args.privateTempBase) roots.push_back(*args.privateTempBase);
     }

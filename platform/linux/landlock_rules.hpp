@@ -53,12 +53,15 @@ struct Grant {
 };
 
 // The rules for a policy: the whole host readable and executable; the shell sinks readable
-// and writable; in workspace-write the root and `temp_dir` with every right.
+// and writable; in workspace-write the root, every writable root and `temp_dir` with every right.
 std::vector<Grant> grants(const SandboxPolicy& policy, const std::optional<std::string>& temp_dir,
                           const std::vector<std::string>& sinks, int abi);
 
 // The promised effects this ABI cannot govern, named; empty means full enforcement.
 std::vector<std::string> enforcement_gaps(int abi);
+// The same for one policy: the ABI's gaps, then the policy's own (protected and unreadable
+// paths, which Landlock cannot take back from a granted tree).
+std::vector<std::string> enforcement_gaps(int abi, const SandboxPolicy& policy);
 
 // Where a call's private temp area is made when the call has no session: one directory per
 // call, inside this per-user base, which is what writableRoots names.
@@ -74,7 +77,24 @@ struct RunnerArgs {
     int statusFd = -1;  // proof of start: 'S' just before execve, 'F' when it failed
     std::optional<int> maxAbi;  // use at most this ABI, even where the kernel has a newer one
     std::vector<int> keepFds;   // descriptors above 2 passed on; every other one is closed
+    std::vector<std::string> writableRoots;  // "DEV:INO@PATH" (or a bare PATH): writable beside the workspace
+    bool denyNetwork = false;
 };
+
+// Network and scope rights, as the kernel numbers them.
+namespace net_access {
+inline constexpr std::uint64_t BindTcp = 1ULL << 0;     // ABI 4
+inline constexpr std::uint64_t ConnectTcp = 1ULL << 1;  // ABI 4
+}  // namespace net_access
+namespace scope {
+inline constexpr std::uint64_t AbstractUnixSocket = 1ULL << 0;  // ABI 6
+inline constexpr std::uint64_t Signal = 1ULL << 1;              // ABI 6
+}  // namespace scope
+
+// What a ruleset handles beyond the file system for this ABI: TCP when the network is denied
+// (ABI 4), signals always and abstract Unix sockets when the network is denied (ABI 6).
+std::uint64_t handled_net_access(int abi, bool deny_network);
+std::uint64_t scoped(int abi, bool deny_network);
 
 // The ABI a ruleset is built for: the kernel's, capped by `max_abi`.
 int effective_abi(int kernel_abi, const std::optional<int>& max_abi);

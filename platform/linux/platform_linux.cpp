@@ -39,9 +39,11 @@ int exec_plan(const ConfinedArgv& confined, const SandboxPolicy& policy, const s
     if (confined.backend == "landlock") {
         // The arguments the printed plan passes to its runner, so the same ruleset and checks.
         landlock::RunnerArgs args = landlock::runner_args(policy, geteuid(), config.landlock.maxAbi);
+        args.writableRoots.clear();
         for (std::size_t i = 0; i + 1 < confined.argv.size() && confined.argv[i] != "--"; ++i) {
             if (confined.argv[i] == "--workspace-root-id") args.workspaceRootId = confined.argv[i + 1];
             if (confined.argv[i] == "--temp-dir-id") args.tempDirId = confined.argv[i + 1];
+            if (confined.argv[i] == "--writable-root") args.writableRoots.push_back(confined.argv[i + 1]);
         }
         return landlock::exec_confined(args, argv);
     }
@@ -118,6 +120,8 @@ int landlock_exec(const LandlockExecRequest& request, const std::vector<std::str
     if (!request.tempDir.empty()) args.tempDir = request.tempDir;
     if (!request.tempDirId.empty()) args.tempDirId = request.tempDirId;
     args.keepFds = request.keepFds;
+    args.writableRoots = request.writableRoots;
+    args.denyNetwork = request.denyNetwork;
     if (!request.privateTempBase.empty()) args.privateTempBase = request.privateTempBase;
     args.statusFd = request.statusFd;
     if (request.maxAbi > 0) args.maxAbi = request.maxAbi;

@@ -9,6 +9,7 @@
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <sys/socket.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -45,11 +46,12 @@ constexpr std::uint32_t kMetadataIoctls[] = {
     0x40089413,  // BTRFS_IOC_DEFAULT_SUBVOL
 };
 
-// Other architectures' syscalls (32-bit entry points, which could reach ioctl by another
-// number) fail with ENOSYS; ioctl's request is compared on its low word, as the kernel does.
-std::vector<sock_filter> filter(bool metadata_ioctls) {
+// Other architectures' syscalls (32-bit entry points, which could reach ioctl or socketcall
+// by other numbers) fail with ENOSYS; ioctl's request is compared on its low word, as the
+// kernel does. Each refusal is its own block after the dispatch on the syscall number.
+std::vector<sock_filter> filter(const GuardOptions& options) {
     std::vector<std::uint32_t> refused = {static_cast<std::uint32_t>(TIOCSTI), static_cast<std::uint32_t>(TIOCLINUX)};
-    if (metadata_ioctls) refused.insert(refused.end(), std::begin(kMetadataIoctls), std::end(kMetadataIoctls));
+    if (options.metadataIoctls) refused.insert(refused.end(), std::begin(kMetadataIoctls), std::end(kMetadataIoctls));
     std::vector<sock_filter> out = {
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch)),
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, kArch, 1, 0),
@@ -60,22 +62,46 @@ std::vector<sock_filter> filter(bool metadata_ioctls) {
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
 #endif
     };
-    const auto count = static_cast<std::uint8_t>(refused.size());
-    // Not ioctl: allow (jump over the request load, the comparisons, their ALLOW and the refusal).
-    out.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_ioctl, 0, static_cast<std::uint8_t>(count + 3)));
-    out.push_back(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, args[1])));
-    for (std::uint8_t i = 0; i < count; ++i)  // a match jumps to the refusal after the last comparison
-        out.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, refused[i], static_cast<std::uint8_t>(count - i), 0));
+    // The blocks, each entered with the syscall number still in the accumulator's source.
+    std::vector<std::pair<std::uint32_t, std::vector<sock_filter>>> blocks;
+    {
+        std::vector<sock_filter> ioctl = {BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, args[1]))};
+        const auto count = static_cast<std::uint8_t>(refused.size());
+        for (std::uint8_t i = 0; i < count; ++i)  // a match jumps to the refusal after the ALLOW
+            ioctl.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, refused[i], static_cast<std::uint8_t>(count - i), 0));
+        ioctl.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+        ioctl.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM));
+        blocks.emplace_back(SYS_ioctl, std::move(ioctl));
+    }
+    if (options.denyNetwork) {
+        // socket(): netlink (routes and addresses of the sandbox's own view) and, where the
+        // caller allows it, AF_UNIX; every other family (IP, packet, vsock, ...) is EPERM.
+        std::vector<sock_filter> socket = {BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, args[0]))};
+        socket.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_NETLINK, 2, 0));
+        socket.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, static_cast<std::uint32_t>(options.unixSockets ? AF_UNIX : AF_NETLINK), 1, 0));
+        socket.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM));
+        socket.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+        blocks.emplace_back(SYS_socket, std::move(socket));
+        // io_uring can make and connect sockets without the socket() syscall: ENOSYS, on which
+        // its users fall back to ordinary syscalls.
+        blocks.emplace_back(SYS_io_uring_setup, std::vector<sock_filter>{BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS)});
+    }
+    // Dispatch: one comparison per block, then ALLOW; each comparison jumps to its block.
+    std::size_t offset = 1;  // past the final ALLOW of the dispatch
+    for (std::size_t i = 0; i < blocks.size(); ++i) {
+        const std::size_t remaining = blocks.size() - i - 1;  // comparisons after this one
+        out.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, blocks[i].first, static_cast<std::uint8_t>(remaining + offset), 0));
+        offset += blocks[i].second.size();
+    }
     out.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
-    out.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM));
-    out.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+    for (auto& block : blocks) out.insert(out.end(), block.second.begin(), block.second.end());
     return out;
 }
 
 }  // namespace
 
-bool install_tty_guard(std::string& why, bool metadata_ioctls) {
-    std::vector<sock_filter> program_code = filter(metadata_ioctls);
+bool install_tty_guard(std::string& why, const GuardOptions& options) {
+    std::vector<sock_filter> program_code = filter(options);
     sock_fprog program{static_cast<unsigned short>(program_code.size()), program_code.data()};
     if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program, 0, 0) != 0) {
         why = std::string("seccomp filter for the terminal: ") + std::strerror(errno);

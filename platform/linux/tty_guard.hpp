@@ -8,14 +8,24 @@
 // inode generation, an encryption policy, and btrfs subvolume and snapshot creation, removal and
 // flags. They are refused everywhere, the workspace included: a named over-block. Under
 // bubblewrap a read-only mount already refuses them (EROFS) outside the writable roots.
+//
+// With the network denied, the filter also refuses creating sockets of every family but netlink
+// and, where nothing better keeps host daemons out, AF_UNIX (see GuardOptions).
 #pragma once
 
 #include <string>
 
 namespace dsh::linux_guard {
 
+struct GuardOptions {
+    bool metadataIoctls = false;  // also refuse the metadata-changing ioctls listed above (EPERM)
+    // Network deny: socket() of any family but netlink (and AF_UNIX when `unixSockets`) is EPERM,
+    // and io_uring_setup ENOSYS (io_uring makes sockets without socket()). socketpair() works.
+    bool denyNetwork = false;
+    bool unixSockets = true;
+};
+
 // Installs the filter on the calling process (no_new_privs must already be set).
-// `metadata_ioctls`: also refuse the metadata-changing ioctls listed above with EPERM.
-bool install_tty_guard(std::string& why, bool metadata_ioctls = false);
+bool install_tty_guard(std::string& why, const GuardOptions& options = {});
 
 }  // namespace dsh::linux_guard

@@ -349,6 +349,7 @@ TEST_P(OwnState, ARootThatContainsTheStateIsRefusedAndNothingRuns) {
     e2e::TempDir home("/var/tmp");
     e2e::RunOptions options;
     options.env = e2e::isolated_env(home.path());
+    options.env["HOME"] = "/nonexistent-home";  // only the state's own rule applies, not the broad-root one
     ASSERT_EQ(e2e::run({"session", "start", "own", "--cwd", home.path()}, options).status, 0);
     ASSERT_EQ(e2e::run({"session", "mode", "own", "workspace-write"}, options).status, 0);
     const std::string log = home / "state/dsh-confine/sessions/own/events.log";
@@ -372,6 +373,7 @@ TEST_P(OwnState, ARootThatContainsTheConfigDirectoryIsRefusedEvenBeforeItExists)
     e2e::TempDir home("/var/tmp");
     e2e::RunOptions options;
     options.env = e2e::isolated_env(home.path());
+    options.env["HOME"] = "/nonexistent-home";
     options.env["DSH_CONFINE_STATE_DIR"] = "/var/tmp/dsh-own-state-elsewhere-" + std::to_string(getpid());
     options.env["XDG_CACHE_HOME"] = "/var/tmp/dsh-own-cache-elsewhere-" + std::to_string(getpid());
     ASSERT_FALSE(exists(home / "config/dsh-confine"));

@@ -84,14 +84,16 @@ TEST(RenderPlanJson, FieldsComeInTheContractOrder) {
     const ojson doc = ojson::parse(render_plan_json(confined_plan(sample_policy(), sample_confined())));
     EXPECT_EQ(keys_of(doc), (std::vector<std::string>{"argv", "backend", "enforcement", "enforcementGaps",
                                                       "denialSignatures", "runnerFailureRules", "policy",
-                                                      "writableRoots", "passedFds"}));
+                                                      "writableRoots", "passedFds", "protectedPaths",
+                                                      "unreadablePaths", "network"}));
 }
 
 TEST(RenderPlanJson, UnconfinedFieldsComeInTheSameOrder) {
     const ojson doc = ojson::parse(render_plan_json(unconfined_plan(sample_policy(), {"ls"})));
     EXPECT_EQ(keys_of(doc), (std::vector<std::string>{"argv", "backend", "enforcement", "enforcementGaps",
                                                       "denialSignatures", "runnerFailureRules", "policy",
-                                                      "writableRoots", "passedFds"}));
+                                                      "writableRoots", "passedFds", "protectedPaths",
+                                                      "unreadablePaths", "network"}));
 }
 
 TEST(RenderPlanJson, CarriesTheConfinedFacts) {
@@ -149,12 +151,14 @@ TEST(ConfinedPlan, RunsTheConfinedArgv) {
 
 TEST(PolicyJson, OmitsSessionIdWhenAgentless) {
     const ojson doc = policy_json(sample_policy(std::nullopt));
-    EXPECT_EQ(keys_of(doc), (std::vector<std::string>{"mode", "workspaceRoot"}));
+    EXPECT_EQ(keys_of(doc), (std::vector<std::string>{"mode", "workspaceRoot", "writableRoots", "protectedPaths",
+                                                      "unreadablePaths", "network"}));
 }
 
 TEST(PolicyJson, CarriesModeRootAndSessionInOrder) {
     const ojson doc = policy_json(sample_policy("s1"));
-    EXPECT_EQ(doc.dump(), R"({"mode":"workspace-write","workspaceRoot":"/abs/ws","sessionId":"s1"})");
+    EXPECT_EQ(doc.dump(), R"({"mode":"workspace-write","workspaceRoot":"/abs/ws","sessionId":"s1","writableRoots":[],)"
+                          R"("protectedPaths":[".git/hooks",".git/config"],"unreadablePaths":[],"network":"allow"})");
 }
 
 TEST(ParseDialect, RejectsANonJsonDocument) {
