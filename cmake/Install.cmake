@@ -57,9 +57,22 @@ if(DSH_MAN_PAGE)
 endif()
 
 # --- completions and the example config ------------------------------------------------------
-install(FILES ${PROJECT_SOURCE_DIR}/cli/completions/dsh-confine.bash
-        DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions RENAME dsh-confine)
-install(FILES ${PROJECT_SOURCE_DIR}/cli/completions/_dsh-confine
+# --backend offers the backends this build has, as platform/<os>/platform_<os>.cpp's
+# make_backend knows them: the others fail on this system, in classify too.
+if(CMAKE_SYSTEM_NAME STREQUAL "Linux")
+  set(DSH_BACKENDS "bwrap landlock")
+elseif(APPLE)
+  set(DSH_BACKENDS "seatbelt")
+elseif(WIN32)
+  set(DSH_BACKENDS "restricted-token")
+endif()
+configure_file(${PROJECT_SOURCE_DIR}/cli/completions/dsh-confine.bash.in
+               ${CMAKE_BINARY_DIR}/completions/dsh-confine @ONLY)
+configure_file(${PROJECT_SOURCE_DIR}/cli/completions/_dsh-confine.in
+               ${CMAKE_BINARY_DIR}/completions/_dsh-confine @ONLY)
+install(FILES ${CMAKE_BINARY_DIR}/completions/dsh-confine
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions)
+install(FILES ${CMAKE_BINARY_DIR}/completions/_dsh-confine
         DESTINATION ${CMAKE_INSTALL_DATADIR}/zsh/vendor-completions)
 install(FILES ${PROJECT_SOURCE_DIR}/docs/config.example.toml DESTINATION ${CMAKE_INSTALL_DOCDIR})
 

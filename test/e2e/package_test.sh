@@ -110,20 +110,35 @@ fi
 
 bash_completion=$root/usr/share/bash-completion/completions/dsh-confine
 bash -n "$bash_completion" || fail "the bash completion has a syntax error"
-# Whether bash offers $1 for the command line "${@:2}" (its last word is the cursor's). The
-# output is captured before grep reads it: with pipefail, `grep -q` closing a pipe early
-# would fail the writer.
+# What bash offers for the command line "$@" (its last word is the cursor's), one a line.
+completions() {
+    bash -c 'source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMPREPLY=(); _dsh_confine
+             printf "%s\n" "${COMPREPLY[@]}"' _ "$bash_completion" "$@"
+}
+# Whether bash offers $1 for the command line "${@:2}". The output is captured before grep
+# reads it: with pipefail, `grep -q` closing a pipe early would fail the writer.
 offers() {
     local want=$1 words
     shift
-    words=$(bash -c 'source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMPREPLY=(); _dsh_confine
-                     printf "%s\n" "${COMPREPLY[@]}"' _ "$bash_completion" "$@")
+    words=$(completions "$@")
     grep -qx -- "$want" <<<"$words"
 }
 offers classify dsh-confine cl || fail "bash: 'dsh-confine cl' does not complete to classify"
 offers workspace-write dsh-confine --mode wo || fail "bash: '--mode wo' does not complete"
 offers json dsh-confine classify --format j || fail "bash: 'classify --format j' does not complete"
 offers --report dsh-confine run --rep || fail "bash: 'run --rep' does not complete"
+# --backend offers this system's backends and no other: seatbelt and restricted-token fail on
+# Linux (classify's too). The unpacked binary must accept each one offered, below.
+backends=(bwrap landlock)
+for command in "dsh-confine" "dsh-confine run" "dsh-confine classify"; do
+    # shellcheck disable=SC2086  # $command is words
+    offered=$(completions $command --backend '' | sort | tr '\n' ' ')
+    [ "$offered" = "${backends[*]} " ] || fail "bash: '$command --backend' offers '$offered', not '${backends[*]}'"
+done
+zsh_completion=$(cat "$root/usr/share/zsh/vendor-completions/_dsh-confine")
+[[ $zsh_completion != *seatbelt* && $zsh_completion != *restricted-token* ]] ||
+    fail "zsh: the completion offers a backend of another system"
+[[ $zsh_completion == *"(${backends[*]})"* ]] || fail "zsh: the completion does not offer (${backends[*]})"
 if command -v zsh >/dev/null; then
     zsh -n "$root/usr/share/zsh/vendor-completions/_dsh-confine" || fail "the zsh completion has a syntax error"
 fi
@@ -149,6 +164,10 @@ run "$bin" policy --config "$root/usr/share/doc/dsh-confine/config.example.toml"
 # classify needs no sandbox.
 verdict=$(printf "sh: 1: cannot create /x: Read-only file system\n" | run "$bin" classify --backend bwrap --exit-code 2)
 [ "$(head -1 <<<"$verdict")" = denial ] || fail "classify said: $verdict"
+for backend in "${backends[@]}"; do
+    run "$bin" classify --backend "$backend" --exit-code 0 </dev/null >/dev/null ||
+        fail "the completions offer --backend $backend, which classify refuses"
+done
 
 # A confined plan, and real confined runs, judged from the host's side: in read-only even the
 # workspace stays untouched, in workspace-write a write outside it never reaches the host
