@@ -2,8 +2,8 @@
 # The Debian package, end to end: CPack builds the .deb into a scratch directory (never into
 # the build tree, so this can run beside other tests), dpkg-deb unpacks it into a scratch
 # root, and the unpacked binary runs: --version, a confined --print and a real confined
-# command, classify, and the packaged example config. The control fields, the man page and
-# both completions are checked in the unpacked tree.
+# command, classify, and the packaged example config. The control fields, the stripped binary,
+# the man page and both completions are checked in the unpacked tree.
 #
 #   package_test.sh CPACK BUILD_DIR [MAN_PAGE]     MAN_PAGE: 0 when built with -DDSH_MAN_PAGE=OFF
 #
@@ -98,6 +98,9 @@ for path in "${expected[@]}"; do
     [ -f "$root/$path" ] || fail "/$path is not in the package; it holds: $(cd "$root" && find . -type f | sort | tr '\n' ' ')"
 done
 [ -x "$bin" ] || fail "/usr/bin/dsh-confine is not executable"
+# Stripped: no symbol table and no debug information (lintian's unstripped-binary-or-object).
+sections=$(readelf -SW "$bin")
+[[ $sections != *.symtab* && $sections != *.debug_* ]] || fail "/usr/bin/dsh-confine is not stripped"
 
 # --- the man page and the completions --------------------------------------------------------
 if [ "$man_page" != 0 ]; then
