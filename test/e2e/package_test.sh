@@ -3,7 +3,8 @@
 # the build tree, so this can run beside other tests), dpkg-deb unpacks it into a scratch
 # root, and the unpacked binary runs: --version, a confined --print and a real confined
 # command, classify, and the packaged example config. The control fields, the stripped binary,
-# the man page and both completions are checked in the unpacked tree.
+# Debian's copyright file and changelog, the man page and both completions are checked in the
+# unpacked tree.
 #
 #   package_test.sh CPACK BUILD_DIR [MAN_PAGE]     MAN_PAGE: 0 when built with -DDSH_MAN_PAGE=OFF
 #
@@ -26,7 +27,7 @@ finish() {
     exit 0
 }
 
-for tool in dpkg-deb dpkg-shlibdeps file; do
+for tool in dpkg-deb dpkg-shlibdeps dpkg-parsechangelog file; do
     if ! command -v "$tool" >/dev/null; then
         skip_part "$tool is not installed (Debian: dpkg-dev, file)"
         finish
@@ -60,6 +61,7 @@ field() { dpkg-deb --field "$deb" "$1"; }
 [[ $(field Maintainer) == *@* ]] || fail "Maintainer '$(field Maintainer)' has no address"
 [[ $(field Description) == *"file-effect policy"* ]] || fail "Description: $(field Description)"
 [[ $(field Recommends) == *bubblewrap* ]] || fail "Recommends '$(field Recommends)' lacks bubblewrap"
+[[ $(field Suggests) == *bash-completion* ]] || fail "Suggests '$(field Suggests)' lacks bash-completion"
 depends=$(field Depends)
 
 root=$scratch/root
@@ -73,6 +75,7 @@ if [ -z "$needed" ]; then
     headers=$(readelf -lW "$bin")  # captured first: grep -q closing the pipe early would hide a match
     [[ $headers != *INTERP* ]] || fail "the binary names a loader but no NEEDED library"
     [ "$(readelf -hW "$bin" | awk '/Type:/ { print $2 }')" = DYN ] || fail "the static binary is not position-independent"
+    [ -z "$depends" ] || fail "the static binary needs no library, yet Depends is '$depends'"
 else
     [[ $depends == *libc6* ]] || fail "Depends '$depends' was not computed (no libc6)"
 fi
@@ -92,7 +95,9 @@ for lib in $needed; do
     [ "$listed" = yes ] || fail "the binary needs $lib from $owner ($names), which Depends '$depends' lacks"
 done
 expected=(usr/bin/dsh-confine usr/share/bash-completion/completions/dsh-confine
-    usr/share/zsh/vendor-completions/_dsh-confine usr/share/doc/dsh-confine/config.example.toml)
+    usr/share/zsh/vendor-completions/_dsh-confine usr/share/doc/dsh-confine/config.example.toml
+    usr/share/doc/dsh-confine/copyright usr/share/doc/dsh-confine/changelog.Debian.gz
+    usr/share/lintian/overrides/dsh-confine)
 [ "$man_page" = 0 ] || expected+=(usr/share/man/man1/dsh-confine.1.gz)
 for path in "${expected[@]}"; do
     [ -f "$root/$path" ] || fail "/$path is not in the package; it holds: $(cd "$root" && find . -type f | sort | tr '\n' ' ')"
@@ -101,6 +106,22 @@ done
 # Stripped: no symbol table and no debug information (lintian's unstripped-binary-or-object).
 sections=$(readelf -SW "$bin")
 [[ $sections != *.symtab* && $sections != *.debug_* ]] || fail "/usr/bin/dsh-confine is not stripped"
+
+# --- Debian's copyright file and changelog -----------------------------------------------------
+doc=$root/usr/share/doc/dsh-confine
+copyright=$(cat "$doc/copyright")
+[[ $copyright == "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/"* ]] ||
+    fail "the copyright file is not machine-readable (no DEP-5 Format line)"
+grep -qx 'License: Apache-2.0' <<<"$copyright" || fail "the copyright file names no Apache-2.0 licence"
+[[ $copyright == *'"/usr/share/common-licenses/Apache-2.0"'* ]] ||
+    fail "the copyright file does not point to /usr/share/common-licenses/Apache-2.0"
+# gzip -9n: no file name (flags, byte 3) or time stamp (bytes 4 to 7), maximum compression (8).
+header=$(od -An -tx1 -N9 "$doc/changelog.Debian.gz" | tr -d ' \n')
+[[ $header == 1f8b08000000000002 ]] || fail "changelog.Debian.gz is not gzip -9n output (header $header)"
+gzip -dc "$doc/changelog.Debian.gz" >"$scratch/changelog"
+[ "$(dpkg-parsechangelog -l "$scratch/changelog" -S Source)" = dsh-confine ] || fail "the changelog is not dsh-confine's"
+[ "$(dpkg-parsechangelog -l "$scratch/changelog" -S Version)" = "$(field Version)" ] ||
+    fail "the changelog's latest entry is $(dpkg-parsechangelog -l "$scratch/changelog" -S Version), the package $(field Version)"
 
 # --- the man page and the completions --------------------------------------------------------
 if [ "$man_page" != 0 ]; then
@@ -158,7 +179,8 @@ run() {
 }
 
 version=$(run "$bin" --version) || fail "--version failed"
-[ "$version" = "dsh-confine $(field Version)" ] || fail "--version says '$version', the package is $(field Version)"
+# The package's version is upstream's and a Debian revision (0.1.0-1).
+[ "$version" = "dsh-confine $(field Version | sed 's/-[^-]*$//')" ] || fail "--version says '$version', the package is $(field Version)"
 help=$(run "$bin" --help) || fail "--help failed"
 grep -q Examples <<<"$help" || fail "--help has no examples"
 run "$bin" policy --config "$root/usr/share/doc/dsh-confine/config.example.toml" >/dev/null ||
