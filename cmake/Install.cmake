@@ -9,6 +9,14 @@ option(DSH_MAN_PAGE "Generate and install the dsh-confine(1) man page (needs pan
 set(DSH_PACKAGE_MAINTAINER "dsh-confine maintainers <maintainers@dsh-confine.invalid>"
     CACHE STRING "The Maintainer field of the Debian package")
 
+# Installed stripped: debug information and symbols are most of a RelWithDebInfo binary (38 MB
+# here, 2.8 MB stripped), and they serve debugging, where the build tree's own binary keeps
+# them. This drops them rather than splitting them into a separate file. -DDSH_INSTALL_STRIP=OFF
+# installs the unstripped binary (`cmake --install --strip` strips whatever this says).
+option(DSH_INSTALL_STRIP "Strip dsh-confine when installing it" ON)
+if(DSH_INSTALL_STRIP)
+  install(CODE "set(CMAKE_INSTALL_DO_STRIP 1)")
+endif()
 install(TARGETS dsh-confine RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
 # --- the man page ---------------------------------------------------------------------------
@@ -57,9 +65,22 @@ if(DSH_MAN_PAGE)
 endif()
 
 # --- completions and the example config ------------------------------------------------------
-install(FILES ${PROJECT_SOURCE_DIR}/cli/completions/dsh-confine.bash
-        DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions RENAME dsh-confine)
-install(FILES ${PROJECT_SOURCE_DIR}/cli/completions/_dsh-confine
+# --backend offers the backends this build has, as platform/<os>/platform_<os>.cpp's
+# make_backend knows them: the others fail on this system, in classify too.
+if(CMAKE_SYSTEM_NAME STREQUAL "Linux")
+  set(DSH_BACKENDS "bwrap landlock")
+elseif(APPLE)
+  set(DSH_BACKENDS "seatbelt")
+elseif(WIN32)
+  set(DSH_BACKENDS "restricted-token")
+endif()
+configure_file(${PROJECT_SOURCE_DIR}/cli/completions/dsh-confine.bash.in
+               ${CMAKE_BINARY_DIR}/completions/dsh-confine @ONLY)
+configure_file(${PROJECT_SOURCE_DIR}/cli/completions/_dsh-confine.in
+               ${CMAKE_BINARY_DIR}/completions/_dsh-confine @ONLY)
+install(FILES ${CMAKE_BINARY_DIR}/completions/dsh-confine
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions)
+install(FILES ${CMAKE_BINARY_DIR}/completions/_dsh-confine
         DESTINATION ${CMAKE_INSTALL_DATADIR}/zsh/vendor-completions)
 install(FILES ${PROJECT_SOURCE_DIR}/docs/config.example.toml DESTINATION ${CMAKE_INSTALL_DOCDIR})
 
@@ -75,19 +96,65 @@ endif()
 set(CPACK_PACKAGE_NAME dsh-confine)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "run an untrusted command under a file-effect policy")
+# Lines of at most 80 columns: each becomes a line of the Description field (lintian).
 set(CPACK_PACKAGE_DESCRIPTION
-  "dsh-confine runs a command (an agent's tool call, a build script, a CI job) with the host
-readable and only the workspace writable (or nothing writable), says how completely that
-policy is enforced on this host, and tells a sandbox refusal apart from a blocked file effect
-and an ordinary failure. On Linux it confines with bubblewrap or, without user namespaces,
-with Landlock; a confined mode never falls back to running unconfined.")
+  "dsh-confine runs a command (an agent's tool call, a build script, a CI job)
+with the host readable and only the workspace writable (or nothing writable),
+says how completely that policy is enforced on this host, and tells a sandbox
+refusal apart from a blocked file effect and an ordinary failure. On Linux it
+confines with bubblewrap or, without user namespaces, with Landlock; a
+confined mode never falls back to running unconfined.")
 set(CPACK_STRIP_FILES ON)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+# Debian revision 1 of upstream 0.1.0 (0.1.0-1): dsh-confine is not software made for Debian
+# alone, so this is not a native package, and its changelog is changelog.Debian.gz (Debian
+# policy 12.7; lintian checks the name against the version).
+set(CPACK_DEBIAN_PACKAGE_RELEASE 1)
 set(CPACK_DEBIAN_PACKAGE_MAINTAINER "${DSH_PACKAGE_MAINTAINER}")
 set(CPACK_DEBIAN_PACKAGE_SECTION utils)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
-# Depends: computed by dpkg-shlibdeps (dpkg-dev) from the libraries the binary links.
-set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+# Depends: computed by dpkg-shlibdeps (dpkg-dev) from the libraries the binary links. The
+# static PIE links none, so it depends on nothing and needs no dpkg-shlibdeps to package.
+if(DSH_STATIC_PIE)
+  set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS OFF)
+else()
+  set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+endif()
 # bubblewrap gives `full` enforcement; without it the Landlock backend (the binary itself) works.
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS bubblewrap)
+# The bash completion is a plain `complete -F`; bash-completion loads it on demand, and
+# completes PROGRAM's own arguments.
+set(CPACK_DEBIAN_PACKAGE_SUGGESTS bash-completion)
+
+# What only the .deb holds: Debian's copyright file and changelog, and lintian overrides. They
+# are staged in the build tree and copied in by CPack, not installed: `cmake --install` into
+# /usr/local or ~/.local has no use for them.
+if(CMAKE_SYSTEM_NAME STREQUAL "Linux")
+  set(deb_stage ${CMAKE_BINARY_DIR}/deb-extra)
+  set(deb_doc ${deb_stage}/usr/share/doc/dsh-confine)
+  file(MAKE_DIRECTORY ${deb_doc})
+  configure_file(${PROJECT_SOURCE_DIR}/packaging/debian/copyright ${deb_doc}/copyright COPYONLY)
+  # gzip -n: no name or time in the header, for reproducible bytes (and lintian).
+  find_program(DSH_GZIP gzip REQUIRED)
+  set(deb_changelog ${PROJECT_SOURCE_DIR}/packaging/debian/changelog)
+  add_custom_command(OUTPUT ${deb_doc}/changelog.Debian.gz
+    COMMAND ${DSH_GZIP} -9 -n -c ${deb_changelog} > ${deb_doc}/changelog.Debian.gz
+    DEPENDS ${deb_changelog}
+    COMMENT "Compressing the Debian changelog"
+    VERBATIM)
+  add_custom_target(dsh-confine-deb-docs ALL DEPENDS ${deb_doc}/changelog.Debian.gz)
+  # Each override says why it does not apply; the static PIE's only holds for that link.
+  set(overrides_sources ${PROJECT_SOURCE_DIR}/packaging/debian/lintian-overrides)
+  if(DSH_STATIC_PIE)
+    list(APPEND overrides_sources ${PROJECT_SOURCE_DIR}/packaging/debian/lintian-overrides.static-pie)
+  endif()
+  set(overrides "")
+  foreach(source IN LISTS overrides_sources)
+    file(READ ${source} text)
+    string(APPEND overrides "${text}")
+  endforeach()
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${overrides_sources})
+  file(CONFIGURE OUTPUT ${deb_stage}/usr/share/lintian/overrides/dsh-confine CONTENT "${overrides}" @ONLY)
+  set(CPACK_INSTALLED_DIRECTORIES "${deb_stage};.")
+endif()
 include(CPack)

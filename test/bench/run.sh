@@ -52,7 +52,8 @@ stack_floor=$build/test/bench/stack_floor
 # copy made with large writes is cached in large folios, which exec maps and unmaps in fewer,
 # cheaper steps (0.13 to 0.22 ms for dsh-confine on the reference machine; docs/performance.md).
 # The floors get the same treatment. The row small-pages times a copy written in 4 KiB pieces,
-# as the linker and `cmake --install` write: the state right after a build or such an install.
+# as the linker and an unstripped `cmake --install` write: the state right after a build or such
+# an install.
 mkdir -p "$work/bin"
 installed() {  # path -> the path of its installed copy (the path itself if it cannot be copied)
     local copy

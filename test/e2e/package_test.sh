@@ -2,8 +2,9 @@
 # The Debian package, end to end: CPack builds the .deb into a scratch directory (never into
 # the build tree, so this can run beside other tests), dpkg-deb unpacks it into a scratch
 # root, and the unpacked binary runs: --version, a confined --print and a real confined
-# command, classify, and the packaged example config. The control fields, the man page and
-# both completions are checked in the unpacked tree.
+# command, classify, and the packaged example config. The control fields, the stripped binary,
+# Debian's copyright file and changelog, the man page and both completions are checked in the
+# unpacked tree.
 #
 #   package_test.sh CPACK BUILD_DIR [MAN_PAGE]     MAN_PAGE: 0 when built with -DDSH_MAN_PAGE=OFF
 #
@@ -26,7 +27,7 @@ finish() {
     exit 0
 }
 
-for tool in dpkg-deb dpkg-shlibdeps file; do
+for tool in dpkg-deb dpkg-shlibdeps dpkg-parsechangelog file; do
     if ! command -v "$tool" >/dev/null; then
         skip_part "$tool is not installed (Debian: dpkg-dev, file)"
         finish
@@ -60,6 +61,7 @@ field() { dpkg-deb --field "$deb" "$1"; }
 [[ $(field Maintainer) == *@* ]] || fail "Maintainer '$(field Maintainer)' has no address"
 [[ $(field Description) == *"file-effect policy"* ]] || fail "Description: $(field Description)"
 [[ $(field Recommends) == *bubblewrap* ]] || fail "Recommends '$(field Recommends)' lacks bubblewrap"
+[[ $(field Suggests) == *bash-completion* ]] || fail "Suggests '$(field Suggests)' lacks bash-completion"
 depends=$(field Depends)
 
 root=$scratch/root
@@ -73,6 +75,7 @@ if [ -z "$needed" ]; then
     headers=$(readelf -lW "$bin")  # captured first: grep -q closing the pipe early would hide a match
     [[ $headers != *INTERP* ]] || fail "the binary names a loader but no NEEDED library"
     [ "$(readelf -hW "$bin" | awk '/Type:/ { print $2 }')" = DYN ] || fail "the static binary is not position-independent"
+    [ -z "$depends" ] || fail "the static binary needs no library, yet Depends is '$depends'"
 else
     [[ $depends == *libc6* ]] || fail "Depends '$depends' was not computed (no libc6)"
 fi
@@ -92,12 +95,33 @@ for lib in $needed; do
     [ "$listed" = yes ] || fail "the binary needs $lib from $owner ($names), which Depends '$depends' lacks"
 done
 expected=(usr/bin/dsh-confine usr/share/bash-completion/completions/dsh-confine
-    usr/share/zsh/vendor-completions/_dsh-confine usr/share/doc/dsh-confine/config.example.toml)
+    usr/share/zsh/vendor-completions/_dsh-confine usr/share/doc/dsh-confine/config.example.toml
+    usr/share/doc/dsh-confine/copyright usr/share/doc/dsh-confine/changelog.Debian.gz
+    usr/share/lintian/overrides/dsh-confine)
 [ "$man_page" = 0 ] || expected+=(usr/share/man/man1/dsh-confine.1.gz)
 for path in "${expected[@]}"; do
     [ -f "$root/$path" ] || fail "/$path is not in the package; it holds: $(cd "$root" && find . -type f | sort | tr '\n' ' ')"
 done
 [ -x "$bin" ] || fail "/usr/bin/dsh-confine is not executable"
+# Stripped: no symbol table and no debug information (lintian's unstripped-binary-or-object).
+sections=$(readelf -SW "$bin")
+[[ $sections != *.symtab* && $sections != *.debug_* ]] || fail "/usr/bin/dsh-confine is not stripped"
+
+# --- Debian's copyright file and changelog -----------------------------------------------------
+doc=$root/usr/share/doc/dsh-confine
+copyright=$(cat "$doc/copyright")
+[[ $copyright == "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/"* ]] ||
+    fail "the copyright file is not machine-readable (no DEP-5 Format line)"
+grep -qx 'License: Apache-2.0' <<<"$copyright" || fail "the copyright file names no Apache-2.0 licence"
+[[ $copyright == *'"/usr/share/common-licenses/Apache-2.0"'* ]] ||
+    fail "the copyright file does not point to /usr/share/common-licenses/Apache-2.0"
+# gzip -9n: no file name (flags, byte 3) or time stamp (bytes 4 to 7), maximum compression (8).
+header=$(od -An -tx1 -N9 "$doc/changelog.Debian.gz" | tr -d ' \n')
+[[ $header == 1f8b08000000000002 ]] || fail "changelog.Debian.gz is not gzip -9n output (header $header)"
+gzip -dc "$doc/changelog.Debian.gz" >"$scratch/changelog"
+[ "$(dpkg-parsechangelog -l "$scratch/changelog" -S Source)" = dsh-confine ] || fail "the changelog is not dsh-confine's"
+[ "$(dpkg-parsechangelog -l "$scratch/changelog" -S Version)" = "$(field Version)" ] ||
+    fail "the changelog's latest entry is $(dpkg-parsechangelog -l "$scratch/changelog" -S Version), the package $(field Version)"
 
 # --- the man page and the completions --------------------------------------------------------
 if [ "$man_page" != 0 ]; then
@@ -110,20 +134,35 @@ fi
 
 bash_completion=$root/usr/share/bash-completion/completions/dsh-confine
 bash -n "$bash_completion" || fail "the bash completion has a syntax error"
-# Whether bash offers $1 for the command line "${@:2}" (its last word is the cursor's). The
-# output is captured before grep reads it: with pipefail, `grep -q` closing a pipe early
-# would fail the writer.
+# What bash offers for the command line "$@" (its last word is the cursor's), one a line.
+completions() {
+    bash -c 'source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMPREPLY=(); _dsh_confine
+             printf "%s\n" "${COMPREPLY[@]}"' _ "$bash_completion" "$@"
+}
+# Whether bash offers $1 for the command line "${@:2}". The output is captured before grep
+# reads it: with pipefail, `grep -q` closing a pipe early would fail the writer.
 offers() {
     local want=$1 words
     shift
-    words=$(bash -c 'source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMPREPLY=(); _dsh_confine
-                     printf "%s\n" "${COMPREPLY[@]}"' _ "$bash_completion" "$@")
+    words=$(completions "$@")
     grep -qx -- "$want" <<<"$words"
 }
 offers classify dsh-confine cl || fail "bash: 'dsh-confine cl' does not complete to classify"
 offers workspace-write dsh-confine --mode wo || fail "bash: '--mode wo' does not complete"
 offers json dsh-confine classify --format j || fail "bash: 'classify --format j' does not complete"
 offers --report dsh-confine run --rep || fail "bash: 'run --rep' does not complete"
+# --backend offers this system's backends and no other: seatbelt and restricted-token fail on
+# Linux (classify's too). The unpacked binary must accept each one offered, below.
+backends=(bwrap landlock)
+for command in "dsh-confine" "dsh-confine run" "dsh-confine classify"; do
+    # shellcheck disable=SC2086  # $command is words
+    offered=$(completions $command --backend '' | sort | tr '\n' ' ')
+    [ "$offered" = "${backends[*]} " ] || fail "bash: '$command --backend' offers '$offered', not '${backends[*]}'"
+done
+zsh_completion=$(cat "$root/usr/share/zsh/vendor-completions/_dsh-confine")
+[[ $zsh_completion != *seatbelt* && $zsh_completion != *restricted-token* ]] ||
+    fail "zsh: the completion offers a backend of another system"
+[[ $zsh_completion == *"(${backends[*]})"* ]] || fail "zsh: the completion does not offer (${backends[*]})"
 if command -v zsh >/dev/null; then
     zsh -n "$root/usr/share/zsh/vendor-completions/_dsh-confine" || fail "the zsh completion has a syntax error"
 fi
@@ -140,7 +179,8 @@ run() {
 }
 
 version=$(run "$bin" --version) || fail "--version failed"
-[ "$version" = "dsh-confine $(field Version)" ] || fail "--version says '$version', the package is $(field Version)"
+# The package's version is upstream's and a Debian revision (0.1.0-1).
+[ "$version" = "dsh-confine $(field Version | sed 's/-[^-]*$//')" ] || fail "--version says '$version', the package is $(field Version)"
 help=$(run "$bin" --help) || fail "--help failed"
 grep -q Examples <<<"$help" || fail "--help has no examples"
 run "$bin" policy --config "$root/usr/share/doc/dsh-confine/config.example.toml" >/dev/null ||
@@ -149,6 +189,10 @@ run "$bin" policy --config "$root/usr/share/doc/dsh-confine/config.example.toml"
 # classify needs no sandbox.
 verdict=$(printf "sh: 1: cannot create /x: Read-only file system\n" | run "$bin" classify --backend bwrap --exit-code 2)
 [ "$(head -1 <<<"$verdict")" = denial ] || fail "classify said: $verdict"
+for backend in "${backends[@]}"; do
+    run "$bin" classify --backend "$backend" --exit-code 0 </dev/null >/dev/null ||
+        fail "the completions offer --backend $backend, which classify refuses"
+done
 
 # A confined plan, and real confined runs, judged from the host's side: in read-only even the
 # workspace stays untouched, in workspace-write a write outside it never reaches the host
