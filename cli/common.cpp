@@ -45,8 +45,9 @@ std::string home_relative(const char* xdg, const char* fallback, const char* win
 // Where dsh-confine's own config directory is, if anywhere: $XDG_CONFIG_HOME/dsh-confine, else
 // ~/.config/dsh-confine, else (Windows) %APPDATA%\dsh-confine.
 std::optional<std::string> config_dir() {
-    if (auto xdg = env("XDG_CONFIG_HOME")) return joined(*xdg, "dsh-confine");
-    if (auto home = env("HOME")) return joined(joined(*home, ".config"), "dsh-confine");
+    // The XDG base directory spec: a relative $XDG_* value is ignored (as for state and cache).
+    if (auto xdg = env("XDG_CONFIG_HOME"); xdg && is_absolute_path(*xdg)) return joined(*xdg, "dsh-confine");
+    if (auto home = env("HOME"); home && is_absolute_path(*home)) return joined(joined(*home, ".config"), "dsh-confine");
 #if defined(_WIN32)
     if (auto roaming = env("APPDATA")) return joined(*roaming, "dsh-confine");
 #endif

@@ -70,7 +70,8 @@ private:
         const std::filesystem::path absolute = std::filesystem::absolute(file, ec);
         if (ec) throw Error(code::Report, file + ": " + ec.message());
         shown_ = absolute.string();
-        fd_ = posix::open_no_symlinks(shown_, O_WRONLY | O_CREAT, 0666);
+        // Non-blocking: a FIFO planted at the name must not hang the call before it starts.
+        fd_ = posix::open_no_symlinks(shown_, O_WRONLY | O_CREAT | O_NONBLOCK, 0666);
         if (fd_ < 0) {
             const int error = errno;
             std::string message = shown_ + ": cannot be opened for the report: " + std::strerror(error);
@@ -83,6 +84,7 @@ private:
         struct stat st {};
         if (fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode))
             throw Error(code::Report, shown_ + ": not a regular file (use --report-fd for a pipe or a terminal)");
+        fcntl(fd_, F_SETFL, fcntl(fd_, F_GETFL) & ~O_NONBLOCK);
     }
     void fail_write(int error) {
         std::fprintf(stderr, "dsh-confine: error: %s: cannot write the report to %s: %s\n", code::Report,

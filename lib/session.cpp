@@ -187,6 +187,15 @@ bool Sessions::start(const std::string& id, const std::string& cwd, const std::v
     if (recorded != canonical)
         throw Error(code::Session, "session '" + id + "' already started with cwd '" + recorded +
                                        "'; a session's cwd is immutable");
+    if (identity_) {
+        SessionState state;
+        state.id = id;
+        state.cwd = recorded;
+        state.cwdId = decode_session_cwd_id(*existing, id);
+        state.writableRoots = decode_session_writable_roots(*existing, id);
+        state.writableRootIds = decode_session_writable_root_ids(*existing, id);
+        if (state.writableRoots == roots) require_same_cwd(state, *identity_);  // the same string is not enough
+    }
     if (decode_session_writable_roots(*existing, id) != roots)
         throw Error(code::Session, "session '" + id + "' already started with other writable roots; they are immutable");
     return false;

@@ -15,12 +15,17 @@ namespace {
 
 bool executable_file(const std::string& path) { return access(path.c_str(), X_OK) == 0; }
 
-// The paths a confined command of this call may write, besides the device sinks: a runner
-// inside one of them could be replaced by one call and run by the next.
+// The places a confined command of this call may write, besides the device sinks, and the temp
+// areas earlier calls wrote: a runner inside one of them could be replaced by one call and run
+// by the next. (A read-only call's workspace is not among them: running dsh-confine from its own
+// checkout works; docs/security.md says what installing it outside every workspace adds.)
 std::vector<std::string> writable_places(const SandboxPolicy& policy) {
-    std::vector<std::string> places = {policy.workspaceRoot, landlock::private_temp_base(geteuid())};
+    std::vector<std::string> places = {landlock::private_temp_base(geteuid())};
     if (policy.sessionTempDir) places.push_back(*policy.sessionTempDir);
-    places.insert(places.end(), policy.writableRoots.begin(), policy.writableRoots.end());
+    if (policy.mode == ConfinedSandboxMode::WorkspaceWrite) {
+        places.push_back(policy.workspaceRoot);
+        places.insert(places.end(), policy.writableRoots.begin(), policy.writableRoots.end());
+    }
     return places;
 }
 

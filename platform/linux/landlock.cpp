@@ -250,8 +250,11 @@ Expected<ConfinedArgv> LandlockBackend::confine(const std::vector<std::string>& 
     // A printed plan runs this binary by its path: it must be one no confined command can replace.
     std::optional<std::string> trusted = posix::trusted_executable(runner_, why);
     if (!trusted) return Expected<ConfinedArgv>::failure("the runner (dsh-confine itself) is refused: " + why);
-    std::vector<std::optional<std::string>> places = {policy.workspaceRoot, policy.sessionTempDir, private_temp_base(geteuid())};
-    places.insert(places.end(), policy.writableRoots.begin(), policy.writableRoots.end());
+    std::vector<std::optional<std::string>> places = {policy.sessionTempDir, private_temp_base(geteuid())};
+    if (policy.mode == ConfinedSandboxMode::WorkspaceWrite) {
+        places.push_back(policy.workspaceRoot);
+        places.insert(places.end(), policy.writableRoots.begin(), policy.writableRoots.end());
+    }
     for (const auto& place : places)
         if (place && !paths_within({*trusted}, *place).empty())
             return Expected<ConfinedArgv>::failure("the runner " + *trusted + " lies inside " + *place +

@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -107,7 +108,11 @@ std::optional<FileIdentity> identity_of(int fd) {
 std::optional<FileIdentity> directory_identity(const std::string& path, std::string& why) {
     const int fd = open_no_symlinks(path, kDirectoryStep);
     if (fd < 0) {
-        why = path + (errno == ELOOP ? ": a component is a symlink" : std::string(": ") + std::strerror(errno));
+        int error = errno;
+        struct stat st {};
+        // O_DIRECTORY meets a symlink at the end first: ENOTDIR, though the symlink is the point.
+        if (error == ENOTDIR && lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) error = ELOOP;
+        why = path + (error == ELOOP ? ": a component is a symlink" : std::string(": ") + std::strerror(error));
         return std::nullopt;
     }
     std::optional<FileIdentity> id = identity_of(fd);
@@ -129,8 +134,9 @@ std::optional<std::string> trusted_executable(const std::string& path, std::stri
         return std::nullopt;
     }
     if (!trusted_owner(st.st_uid) || (st.st_mode & (S_IWGRP | S_IWOTH))) {
-        why = canonical + " can be replaced by another user (owned by uid " + std::to_string(st.st_uid) +
-              ", mode " + std::to_string(st.st_mode & 07777) + ")";
+        char mode[8];
+        std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+        why = canonical + " can be replaced by another user (owned by uid " + std::to_string(st.st_uid) + ", mode " + mode + ")";
         return std::nullopt;
     }
     for (std::size_t slash = canonical.rfind('/'); slash != std::string::npos; slash = canonical.rfind('/', slash - 1)) {

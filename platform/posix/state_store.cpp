@@ -280,22 +280,43 @@ std::string StateDirStorage::temp_dir(const std::string& id) {
     return path;
 }
 
+namespace {
+
+// The cache directory, opened as itself (not through a symlink at its end) and trusted only if
+// it is ours and nobody else can write it; -1 (a miss) otherwise. Its entries are then reached
+// relative to it: a name planted there cannot redirect a read or a write elsewhere.
+int open_cache_dir(const std::string& dir) {
+    const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return -1;
+    struct stat st {};
+    if (fstat(fd, &st) != 0 || st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+        spdlog::debug("probe cache {}: not a private directory of ours (ignored)", dir);
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+}  // namespace
+
 std::optional<std::string> FileProbeCache::read(const std::string& key) {
-    const std::string path = cache_dir_ + "/" + key + ".json";
-    Fd fd(open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+    const std::string name = key + ".json";
+    Fd dir(open_cache_dir(cache_dir_));
+    if (!dir) return std::nullopt;
+    Fd fd(openat(dir.get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
     if (!fd) {
-        if (errno != ENOENT) spdlog::debug("probe cache {}: {} (ignored)", path, std::strerror(errno));
+        if (errno != ENOENT) spdlog::debug("probe cache {}/{}: {} (ignored)", cache_dir_, name, std::strerror(errno));
         return std::nullopt;
     }
     struct stat st {};
     if (fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || st.st_size > 65536) {
-        spdlog::debug("probe cache {}: not a small regular file of ours (ignored)", path);
+        spdlog::debug("probe cache {}/{}: not a small regular file of ours (ignored)", cache_dir_, name);
         return std::nullopt;
     }
     std::string content(static_cast<std::size_t>(st.st_size), '\0');
     const ssize_t n = pread(fd.get(), content.data(), content.size(), 0);
     if (n != st.st_size) {
-        spdlog::debug("probe cache {}: short read (ignored)", path);
+        spdlog::debug("probe cache {}/{}: short read (ignored)", cache_dir_, name);
         return std::nullopt;
     }
     return content;
@@ -310,17 +331,20 @@ void FileProbeCache::write(const std::string& key, const std::string& content) {
         spdlog::debug("probe cache {}: cannot be created: {} (ignored)", cache_dir_, std::strerror(errno));
         return;
     }
-    const std::string path = cache_dir_ + "/" + key + ".json";
-    const std::string temp = path + ".tmp." + std::to_string(getpid());
-    Fd fd(open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
+    Fd dir(open_cache_dir(cache_dir_));
+    if (!dir) return;
+    const std::string name = key + ".json";
+    const std::string temp = name + ".tmp." + std::to_string(getpid());
+    unlinkat(dir.get(), temp.c_str(), 0);  // a leftover of a crashed writer with this pid
+    Fd fd(openat(dir.get(), temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (!fd || !write_all(fd.get(), content)) {
-        spdlog::debug("probe cache {}: cannot be written: {} (ignored)", temp, std::strerror(errno));
-        unlink(temp.c_str());
+        spdlog::debug("probe cache {}/{}: cannot be written: {} (ignored)", cache_dir_, temp, std::strerror(errno));
+        unlinkat(dir.get(), temp.c_str(), 0);
         return;
     }
-    if (rename(temp.c_str(), path.c_str()) != 0) {
-        spdlog::debug("probe cache {}: cannot be replaced: {} (ignored)", path, std::strerror(errno));
-        unlink(temp.c_str());
+    if (renameat(dir.get(), temp.c_str(), dir.get(), name.c_str()) != 0) {
+        spdlog::debug("probe cache {}/{}: cannot be replaced: {} (ignored)", cache_dir_, name, std::strerror(errno));
+        unlinkat(dir.get(), temp.c_str(), 0);
     }
 }
 
