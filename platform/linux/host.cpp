@@ -59,7 +59,22 @@ std::string host_identity() {
            "\nunprivileged_userns_clone=" + sysctl("kernel/unprivileged_userns_clone") +
            "\nmax_user_namespaces=" + sysctl("user/max_user_namespaces") +
            "\napparmor_restrict_unprivileged_userns=" + sysctl("kernel/apparmor_restrict_unprivileged_userns") +
-           "\nuserns=" + ns("user") + "\npidns=" + ns("pid") + "\nmntns=" + ns("mnt");
+           "\nuserns=" + ns("user") + "\npidns=" + ns("pid") + "\nmntns=" + ns("mnt") + "\n" + confinement_context();
+}
+
+std::string confinement_context() {
+    // no_new_privs and seccomp filters are what an enclosing sandbox (dsh-confine's own runners
+    // among them) leaves on a process; a Landlock domain forbids mounting, so bubblewrap, usable
+    // outside, fails inside one. A probe answer taken outside must not be trusted inside.
+    std::ifstream status("/proc/self/status");
+    std::string line, out;
+    while (std::getline(status, line))
+        if (line.rfind("NoNewPrivs:", 0) == 0 || line.rfind("Seccomp:", 0) == 0 || line.rfind("Seccomp_filters:", 0) == 0) {
+            std::string value = line.substr(line.find(':') + 1);
+            value.erase(0, value.find_first_not_of(" \t"));
+            out += (out.empty() ? "" : "\n") + line.substr(0, line.find(':')) + "=" + value;
+        }
+    return out.empty() ? "status=-" : out;
 }
 
 }  // namespace dsh::linux_host

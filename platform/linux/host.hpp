@@ -16,5 +16,8 @@ std::string sysctl(const std::string& name);
 std::string file_identity(const std::string& path);
 // Everything about the host a probe's answer can depend on, besides the runner itself.
 std::string host_identity();
+// What an enclosing sandbox leaves on this process (no_new_privs, seccomp filters): part of
+// host_identity, so a nested call probes again rather than trust an answer taken outside.
+std::string confinement_context();
 
 }  // namespace dsh::linux_host

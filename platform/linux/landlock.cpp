@@ -80,6 +80,17 @@ bool owner_ended(const std::string& name, const std::string& own_pidns) {
 
 }  // namespace
 
+std::optional<std::string> nested_temp_base() {
+    const char* tmpdir = std::getenv("TMPDIR");
+    if (tmpdir == nullptr || tmpdir[0] != '/') return std::nullopt;
+    struct stat st {};
+    if (lstat(tmpdir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077) != 0)
+        return std::nullopt;
+    const std::string base = std::string(tmpdir) + "/dsh-confine-" + std::to_string(geteuid());
+    if (base == private_temp_base(geteuid())) return std::nullopt;
+    return base;
+}
+
 void remove_stale_temp_areas(const std::string& base) {
     const int dir = posix::open_no_symlinks(base, O_RDONLY | O_DIRECTORY);
     if (dir < 0) return;
@@ -149,6 +160,12 @@ int exec_confined(const RunnerArgs& args, const std::vector<std::string>& argv) 
         // owner has ended (docs/backends/linux.md says how long one may stay).
         remove_stale_temp_areas(*args.privateTempBase);
         temp_dir = make_call_temp_dir(*args.privateTempBase, why);
+        if (!temp_dir && nested_temp_base()) {
+            // A nested call: the enclosing sandbox lets it write neither the base nor /tmp, but
+            // its own private $TMPDIR.
+            remove_stale_temp_areas(*nested_temp_base());
+            temp_dir = make_call_temp_dir(*nested_temp_base(), why);
+        }
         if (!temp_dir) return fail(why);
         temp_id.reset();
     }
@@ -178,7 +195,9 @@ int exec_confined(const RunnerArgs& args, const std::vector<std::string>& argv) 
         if (extra != root_ids.end()) expected = extra->second;
         const int fd = open_grant(grant.path, expected, why);
         if (fd < 0) {
-            if (errno == ENOENT && grant.path.rfind("/dev/", 0) == 0) continue;  // a sink this host lacks
+            // A device this host lacks, or links elsewhere in /dev (/dev/ptmx -> pts/ptmx: the
+            // /dev/pts rule covers it).
+            if ((errno == ENOENT || errno == ELOOP) && grant.path.rfind("/dev/", 0) == 0) continue;
             return fail(why);
         }
         struct stat st {};

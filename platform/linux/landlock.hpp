@@ -36,6 +36,11 @@ private:
 // process that makes it and owns it.
 std::optional<std::string> make_call_temp_dir(const std::string& base, std::string& why);
 
+// Where a nested call's private temp areas go when the enclosing sandbox lets it write neither
+// /tmp/dsh-confine-UID nor /tmp: the same name under $TMPDIR, when that is a private directory
+// of ours (the enclosing call's own temp area). nullopt otherwise.
+std::optional<std::string> nested_temp_base();
+
 // Removes the per-call temp areas in `base` whose owner has ended (a call that exec'd its
 // command leaves its area behind; the next call of the same user clears it). Never follows a
 // symlink; areas of another PID namespace are left alone.

@@ -18,7 +18,14 @@ std::vector<Grant> grants(const SandboxPolicy& policy, const std::optional<std::
     out.push_back({"/", (access::ReadFile | access::ReadDir | access::Execute) & handled});
     for (const auto& sink : sinks)
         out.push_back({sink, (access::ReadFile | access::WriteFile | access::Truncate | access::IoctlDev) & handled});
+    // New terminals (script, tmux, expect, pty.fork): the multiplexer and the pty slaves. The
+    // caller's other terminals live in the same /dev/pts: a named gap (enforcement_gaps).
+    out.push_back({"/dev/ptmx", (access::ReadFile | access::WriteFile | access::IoctlDev) & handled});
+    out.push_back({"/dev/pts", (access::ReadFile | access::WriteFile | access::IoctlDev | access::ReadDir) & handled});
     if (policy.mode == ConfinedSandboxMode::WorkspaceWrite) {
+        // POSIX shared memory and semaphores (Python multiprocessing, Chromium): the host's own
+        // /dev/shm, shared with the caller's other processes, a named gap.
+        out.push_back({"/dev/shm", handled});
         out.push_back({policy.workspaceRoot, handled});
         for (const auto& root : policy.writableRoots) out.push_back({root, handled});
         if (temp_dir) out.push_back({*temp_dir, handled});
@@ -45,6 +52,11 @@ std::vector<std::string> enforcement_gaps(int abi, const SandboxPolicy& policy) 
     std::vector<std::string> gaps = enforcement_gaps(abi);
     if (abi < 6)
         gaps.push_back("signals: the command can signal the caller's other processes (Landlock scopes them from ABI 6)");
+    gaps.push_back("terminals: the caller's other terminals under /dev/pts can be opened and written to (output only: "
+                   "the runner's filter refuses TIOCSTI)");
+    if (policy.mode == ConfinedSandboxMode::WorkspaceWrite)
+        gaps.push_back("/dev/shm: the host's /dev/shm is shared: the command can create, change and remove files there, "
+                       "the caller's other processes' included");
     const auto join = [](const std::vector<std::string>& paths) {
         std::string out;
         for (const auto& path : paths) out += (out.empty() ? "" : ", ") + path;
@@ -116,6 +128,8 @@ std::vector<std::string> writable_roots(const RunnerArgs& args) {
         if (args.privateTempBase) roots.push_back(*args.privateTempBase);
     }
     for (const auto& sink : posix_shell_sinks()) roots.push_back(sink);
+    roots.insert(roots.end(), {"/dev/ptmx", "/dev/pts"});
+    if (args.mode == ConfinedSandboxMode::WorkspaceWrite) roots.push_back("/dev/shm");
     return roots;
 }
 

@@ -24,7 +24,11 @@ std::vector<std::string> default_backend_chain() { return {"bwrap", "landlock"};
 
 std::string system_name() { return "Linux"; }
 
-std::vector<std::string> private_temp_bases() { return {landlock::private_temp_base(geteuid())}; }
+std::vector<std::string> private_temp_bases() {
+    std::vector<std::string> bases = {landlock::private_temp_base(geteuid())};
+    if (auto nested = landlock::nested_temp_base()) bases.push_back(*nested);
+    return bases;
+}
 
 std::shared_ptr<const Backend> make_backend(const std::string& name, const Config& config, const HostContext& host) {
     if (name == "bwrap") return std::make_shared<bwrap::BwrapBackend>(config.bwrap, host.cwd);
@@ -44,6 +48,7 @@ int exec_plan(const ConfinedArgv& confined, const SandboxPolicy& policy, const s
             if (confined.argv[i] == "--workspace-root-id") args.workspaceRootId = confined.argv[i + 1];
             if (confined.argv[i] == "--temp-dir-id") args.tempDirId = confined.argv[i + 1];
             if (confined.argv[i] == "--writable-root") args.writableRoots.push_back(confined.argv[i + 1]);
+            if (confined.argv[i] == "--private-temp-base") args.privateTempBase = confined.argv[i + 1];
         }
         return landlock::exec_confined(args, argv);
     }
@@ -77,6 +82,7 @@ StartProofPlan prepare_for_run(std::vector<std::string>& argv, const std::string
             std::string why;
             landlock::remove_stale_temp_areas(*(base + 1));
             plan.tempDir = landlock::make_call_temp_dir(*(base + 1), why);
+            if (!plan.tempDir && landlock::nested_temp_base()) plan.tempDir = landlock::make_call_temp_dir(*landlock::nested_temp_base(), why);
             if (!plan.tempDir) throw Error(code::Landlock, why);
             const auto id = posix::directory_identity(*plan.tempDir, why);
             if (!id) throw Error(code::Landlock, "the temp area " + why);

@@ -88,7 +88,7 @@ const std::vector<Effect>& effects() {
         {"DeviceNodeOutside", "mknod \"$1/null\" c 1 3", Kind::Outside},
         {"RenameWorkspaceRoot", "cd / && mv \"$2\" \"$2.moved\"", Kind::WorkspaceRoot, "", false, root_entry},
         {"RemoveWorkspaceRoot", "cd / && rm -rf \"$2\"", Kind::WorkspaceRoot, "", false, root_entry},
-        {"FileInDevShm", "echo x > /dev/shm/dsh-battery-$5", Kind::Pseudo, "", false,
+        {"FileInDevShm", "echo x > /dev/shm/dsh-battery-$5", Kind::Pseudo, "/dev/shm", false,
          [](const Context& c) { return std::string(exists("/dev/shm/dsh-battery-" + c.token) ? "present" : "absent"); }},
         {"DeviceNodeInDev", "mknod /dev/dsh-battery-$5 c 1 3", Kind::Pseudo, "", false,
          [](const Context& c) { return std::string(exists("/dev/dsh-battery-" + c.token) ? "present" : "absent"); }},

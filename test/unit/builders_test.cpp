@@ -331,7 +331,10 @@ std::vector<landlock::Grant> grants_for(ConfinedSandboxMode mode, int abi,
     return landlock::grants(policy_of(mode), temp, kSinks, abi);
 }
 
-bool is_sink(const std::string& path) { return std::find(kSinks.begin(), kSinks.end(), path) != kSinks.end(); }
+// The sinks, and the terminals every mode may make and use (a named gap).
+bool is_sink(const std::string& path) {
+    return std::find(kSinks.begin(), kSinks.end(), path) != kSinks.end() || path == "/dev/ptmx" || path == "/dev/pts";
+}
 
 constexpr std::uint64_t kReadRights =
     landlock::access::ReadFile | landlock::access::ReadDir | landlock::access::Execute;
@@ -346,7 +349,7 @@ TEST(LandlockGrants, ReadOnlyGrantsNoWriteBesidesTheSinks) {
 TEST(LandlockGrants, ReadOnlyNamesOnlyTheHostAndTheSinks) {
     Argv paths;
     for (const auto& grant : grants_for(ConfinedSandboxMode::ReadOnly, 7, "/state/tmp")) paths.push_back(grant.path);
-    EXPECT_EQ(paths, (Argv{"/", "/dev/null", "/dev/zero"}));
+    EXPECT_EQ(paths, (Argv{"/", "/dev/null", "/dev/zero", "/dev/ptmx", "/dev/pts"}));
 }
 
 TEST(LandlockGrants, HostIsReadableAndExecutable) {
@@ -366,7 +369,7 @@ TEST(LandlockGrants, SinksAreWritable) {
 TEST(LandlockGrants, SinkGrantsCarryOnlyFileRights) {
     for (int abi = 1; abi <= 7; ++abi)
         for (const auto& grant : grants_for(ConfinedSandboxMode::WorkspaceWrite, abi, "/state/tmp"))
-            if (is_sink(grant.path)) {
+            if (is_sink(grant.path) && grant.path != "/dev/pts") {  // /dev/pts is a directory: it may be listed
                 EXPECT_EQ(grant.access & ~landlock::access::FileRights, 0u) << grant.path << " at ABI " << abi;
             }
 }
@@ -379,16 +382,17 @@ TEST(LandlockGrants, GrantsAreMaskedToTheAbi) {
 
 TEST(LandlockGrants, WorkspaceWriteGrantsTheRootAndTempEveryRight) {
     const auto grants = grants_for(ConfinedSandboxMode::WorkspaceWrite, 7, "/state/tmp");
-    ASSERT_EQ(grants.size(), 5u);
-    EXPECT_EQ(grants[3].path, "/home/u/ws");
-    EXPECT_EQ(grants[3].access, landlock::handled_access(7));
-    EXPECT_EQ(grants[4].path, "/state/tmp");
-    EXPECT_EQ(grants[4].access, landlock::handled_access(7));
+    ASSERT_EQ(grants.size(), 8u);
+    EXPECT_EQ(grants[5].path, "/dev/shm");  // the host's, shared: a named gap
+    EXPECT_EQ(grants[6].path, "/home/u/ws");
+    EXPECT_EQ(grants[6].access, landlock::handled_access(7));
+    EXPECT_EQ(grants[7].path, "/state/tmp");
+    EXPECT_EQ(grants[7].access, landlock::handled_access(7));
 }
 
 TEST(LandlockGrants, WorkspaceWriteWithoutTempGrantsOnlyTheRoot) {
     const auto grants = grants_for(ConfinedSandboxMode::WorkspaceWrite, 7);
-    ASSERT_EQ(grants.size(), 4u);
+    ASSERT_EQ(grants.size(), 7u);
     EXPECT_EQ(grants.back().path, "/home/u/ws");
 }
 
@@ -476,13 +480,15 @@ TEST(LandlockRunnerArgs, ReadOnlyHasNoTempArea) {
 }
 
 TEST(LandlockWritableRoots, ReadOnlyIsTheSinks) {
-    EXPECT_EQ(landlock::writable_roots(landlock::runner_args(policy_of(ConfinedSandboxMode::ReadOnly), 1000)),
-              posix_shell_sinks());
+    Argv expected = posix_shell_sinks();
+    expected.insert(expected.end(), {"/dev/ptmx", "/dev/pts"});
+    EXPECT_EQ(landlock::writable_roots(landlock::runner_args(policy_of(ConfinedSandboxMode::ReadOnly), 1000)), expected);
 }
 
 TEST(LandlockWritableRoots, WorkspaceWriteAddsTheRootAndTempArea) {
     Argv expected = {"/home/u/ws", "/state/s1/tmp"};
     expected.insert(expected.end(), posix_shell_sinks().begin(), posix_shell_sinks().end());
+    expected.insert(expected.end(), {"/dev/ptmx", "/dev/pts", "/dev/shm"});
     EXPECT_EQ(landlock::writable_roots(
                   landlock::runner_args(policy_of(ConfinedSandboxMode::WorkspaceWrite, "/state/s1/tmp"), 1000)),
               expected);
