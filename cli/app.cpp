@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,6 +16,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "../lib/config.hpp"
 #include "../lib/error.hpp"
 #include "../platform/platform.hpp"
 #include "common.hpp"
@@ -55,16 +57,88 @@ std::vector<CLI::Option*> add_policy_options(CLI::App& app, PolicyOptions& optio
     return added;
 }
 
+// The usage lines CLI11 cannot build by itself: the main job and `run` take a PROGRAM after
+// their options (a prefix command), which CLI11's own line never shows.
+class UsageFormatter : public CLI::Formatter {
+public:
+    std::string make_usage(const CLI::App* app, std::string name) const override {
+        if (app->get_parent() == nullptr)
+            return "\nUsage: dsh-confine [OPTIONS] [--] PROGRAM [ARG...]\n"
+                   "       dsh-confine [OPTIONS] --print [--format json|shell] [--] PROGRAM [ARG...]\n"
+                   "       dsh-confine SUBCOMMAND [OPTIONS] ...\n";
+        if (app->get_name() == "run")
+            return "\nUsage: dsh-confine run [OPTIONS] [--report FILE | --report-fd N] [--] PROGRAM [ARG...]\n";
+        return CLI::Formatter::make_usage(app, std::move(name));
+    }
+};
+
+// A subcommand of `app` by name, or nullptr (CLI11 2.1 throws where a lookup fails).
+CLI::App* subcommand_named(CLI::App* app, const std::string& name) {
+    const auto found = app->get_subcommands([&](CLI::App* s) { return s->get_name() == name; });
+    return found.empty() ? nullptr : found.front();
+}
+
+// Every subcommand, nested ones included, that help lists.
+std::vector<CLI::App*> visible_subcommands(CLI::App& app) {
+    std::vector<CLI::App*> out;
+    for (CLI::App* sub : app.get_subcommands([](CLI::App* s) { return !s->get_group().empty(); })) {
+        out.push_back(sub);
+        for (CLI::App* nested : visible_subcommands(*sub)) out.push_back(nested);
+    }
+    return out;
+}
+
+// The first word before `--` that looks like an option none of the (sub)commands it follows
+// knows, with the (sub)command's name; empty when there is none.
+std::pair<std::string, std::string> first_unknown_option(CLI::App& app, const std::vector<const char*>& words) {
+    CLI::App* at = &app;
+    std::string where = "dsh-confine";
+    for (std::size_t i = 1; i < words.size(); ++i) {
+        const std::string word = words[i];
+        if (word.size() < 2 || word.front() != '-') {
+            CLI::App* sub = subcommand_named(at, word);
+            if (sub == nullptr) {
+                if (at == &app || at->get_prefix_command()) break;  // PROGRAM starts here
+                continue;                                           // a positional value
+            }
+            at = sub;
+            where += " " + word;
+            continue;
+        }
+        const std::string name = word.substr(0, word.find('='));
+        bool known = false;
+        for (CLI::App* a = at; a != nullptr && !known; a = a->get_parent())
+            known = a->get_option_no_throw(name) != nullptr || name == "-h" || name == "--help" || name == "--version";
+        if (!known) return {word, where};
+    }
+    return {};
+}
+
 void setup_logging() {
     auto logger = spdlog::stderr_color_mt("dsh-confine");
     logger->set_pattern("dsh-confine: %l: %v");
     spdlog::set_default_logger(logger);
     spdlog::set_level(spdlog::level::warn);
-    spdlog::cfg::load_env_levels();
 }
 
-void apply_verbosity(int verbose, const std::string& level) {
-    if (!level.empty()) {
+// $SPDLOG_LEVEL is read as --log-level is: a value that is not a level is an error, not ignored.
+// (spdlog's own reader also takes LOGGER=LEVEL lists, which dsh-confine's one logger has no use for.)
+void apply_env_level() {
+    const char* level = std::getenv("SPDLOG_LEVEL");
+    if (level == nullptr || *level == '\0') return;
+    const auto parsed = spdlog::level::from_str(level);
+    if (parsed == spdlog::level::off && std::string_view(level) != "off")
+        throw Error(code::Usage, std::string("$SPDLOG_LEVEL '") + level +
+                                     "' must be one of trace, debug, info, warn, error, critical, off");
+    spdlog::set_level(parsed);
+}
+
+void apply_verbosity(int verbose, bool quiet, const std::string& level) {
+    apply_env_level();
+    if (quiet && (verbose > 0 || !level.empty())) throw Error(code::Usage, "-q cannot be combined with -v or --log-level");
+    if (quiet) {
+        spdlog::set_level(spdlog::level::err);
+    } else if (!level.empty()) {
         const auto parsed = spdlog::level::from_str(level);
         if (parsed == spdlog::level::off && level != "off")
             throw Error(code::Usage, "--log-level must be one of trace, debug, info, warn, error, critical, off");
@@ -117,6 +191,7 @@ Examples:
   dsh-confine doctor --verify
 Exit status: the command's own; 125 when dsh-confine itself failed (nothing ran);
 126/127 when PROGRAM is not executable / not found.
+Runners a printed plan invokes (not typed by hand): landlock-exec, bwrap-stage (man dsh-confine).
 )";
 
 // The subcommands and the values their options fill (docs/performance.md: building a dozen option
@@ -234,6 +309,7 @@ void add_subcommands(CLI::App& app, Subcommands& c, const CommandLine* line) {
     }
     if (wanted("landlock-exec")) {
         c.landlock = app.add_subcommand("landlock-exec", "the Landlock runner a printed Landlock plan invokes");
+        c.landlock->group("");  // a runner, not a subcommand to type: the footer and the man page name it
         c.landlock->add_option("--mode", c.ll.mode, "read-only or workspace-write")->required();
         c.landlock->add_option("--workspace-root", c.ll.workspaceRoot, "the canonical workspace root")->required();
         c.landlock->add_option("--workspace-root-id", c.ll.workspaceRootId, "DEV:INO the workspace root must still have");
@@ -279,6 +355,7 @@ void add_subcommands(CLI::App& app, Subcommands& c, const CommandLine* line) {
     }
     if (wanted("restricted-token-exec")) {
         c.token = app.add_subcommand("restricted-token-exec", "the Windows runner a printed restricted-token plan invokes");
+        c.token->group("");  // a runner, not a subcommand to type
         c.token->add_option("--mode", c.rt.mode)->required();
         c.token->add_option("--workspace-root", c.rt.workspaceRoot)->required();
         c.token->add_option("--temp-dir", c.rt.tempDir);
@@ -309,6 +386,42 @@ void add_subcommands_for_help(CLI::App& app, Subcommands& c) {
 
 }  // namespace
 
+// CLI11's own words where they do not help: an unknown option named as such (not "ID is
+// required"), an unknown session action, an option given twice.
+std::string parse_error_message(CLI::App& app, const Subcommands& c, const CommandLine& line, const CLI::ParseError& e) {
+    if (const auto [word, where] = first_unknown_option(app, line.front); !word.empty()) {
+        std::string message = "unknown option '" + word + "' for '" + where + "'";
+        CLI::App* at = &app;
+        std::istringstream names(where);
+        std::string name;
+        names >> name;  // "dsh-confine"
+        while (names >> name)
+            if (CLI::App* sub = subcommand_named(at, name)) at = sub;
+        std::vector<std::string> known;
+        for (const CLI::Option* option : at->get_options())
+            for (const auto& long_name : option->get_lnames()) known.push_back("--" + long_name);
+        if (auto close = did_you_mean(word.substr(0, word.find('=')), known)) message += " (did you mean '" + *close + "'?)";
+        return message;
+    }
+    if (parsed(c.session) && !parsed(c.start) && !parsed(c.mode) && !parsed(c.network) && !parsed(c.show) && !parsed(c.end)) {
+        const std::vector<std::string> actions = {"start", "mode", "network", "show", "end"};
+        std::string action;
+        for (std::size_t i = 1; i + 1 < line.front.size(); ++i)
+            if (std::string_view(line.front[i]) == "session") {
+                action = line.front[i + 1];
+                break;
+            }
+        if (action.empty()) return "'dsh-confine session' needs an action: start, mode, network, show or end";
+        std::string message = "unknown session action '" + action + "'";
+        if (auto close = did_you_mean(action, actions)) message += " (did you mean '" + *close + "'?)";
+        return message + "; actions: start, mode, network, show, end";
+    }
+    const std::string what = e.what();
+    if (const std::size_t at = what.find(": At Most 1 required but received "); at != std::string::npos)
+        return what.substr(0, at) + " is given " + what.substr(at + 34) + " times; give it once";
+    return what;
+}
+
 int run(int argc, char** argv) {
     setup_logging();
     CLI::App app{"dsh-confine: run an untrusted command under a file-effect policy, and say how completely it is enforced",
@@ -317,28 +430,41 @@ int run(int argc, char** argv) {
     app.set_version_flag("--version", std::string("dsh-confine ") + kVersion);
     app.prefix_command();
     int verbose = 0;
+    bool quiet = false;
     std::string log_level;
-    app.add_flag("-v,--verbose", verbose, "more log output on stderr (repeat for more)");
-    app.add_option("--log-level", log_level, "trace, debug, info, warn (default), error, critical, off");
+    const auto add_logging = [&](CLI::App& to) {
+        to.add_flag("-v,--verbose", verbose, "more log output on stderr, and the runner argv executed (repeat for more)");
+        to.add_flag("-q,--quiet", quiet, "errors only on stderr");
+        to.add_option("--log-level", log_level, "trace, debug, info, warn (default), error, critical, off");
+    };
+    add_logging(app);
+    app.formatter(std::make_shared<UsageFormatter>());
 
     PolicyOptions main_options;
     std::vector<CLI::Option*> main_only = add_policy_options(app, main_options, true);
     bool print = false;
     std::string format = "json";
     main_only.push_back(app.add_flag("--print", print, "print the plan (wrapped argv and facts); run nothing"));
-    main_only.push_back(app.add_option("--format", format, "with --print: json (default) or shell"));
+    CLI::Option* format_option = app.add_option("--format", format, "with --print: json (default) or shell");
+    main_only.push_back(format_option);
     app.fallthrough();  // -v and --log-level work after a subcommand too
 
     const CommandLine line = split_at_dashes(argc, argv);
     Subcommands c;
     add_subcommands(app, c, &line);
+    // -v, -q and --log-level work after a subcommand's name too, and its help lists them.
+    for (CLI::App* sub : visible_subcommands(app)) add_logging(*sub);
     try {
         app.parse(static_cast<int>(line.front.size()), line.front.data());
     } catch (const CLI::CallForHelp& e) {
         add_subcommands_for_help(app, c);
+        for (CLI::App* sub : visible_subcommands(app))
+            if (sub->get_option_no_throw("--log-level") == nullptr) add_logging(*sub);
         return app.exit(e);
     } catch (const CLI::CallForAllHelp& e) {
         add_subcommands_for_help(app, c);
+        for (CLI::App* sub : visible_subcommands(app))
+            if (sub->get_option_no_throw("--log-level") == nullptr) add_logging(*sub);
         return app.exit(e);
     } catch (const CLI::CallForVersion& e) {
         return app.exit(e);
@@ -347,21 +473,29 @@ int run(int argc, char** argv) {
                             : parsed(c.token)  ? "RESTRICTED_TOKEN"
                             : parsed(c.stage)  ? "BWRAP_STAGE"
                                                : code::Usage;
-        std::fprintf(stderr, "dsh-confine: error: %s: %s\n", which, e.what());
+        std::fprintf(stderr, "dsh-confine: error: %s: %s\n", which, parse_error_message(app, c, line, e).c_str());
         return 125;
     }
 
     try {
-        apply_verbosity(verbose, log_level);
+        apply_verbosity(verbose, quiet, log_level);
         const std::vector<CLI::App*> parsed_subcommands = app.get_subcommands();
         if (!parsed_subcommands.empty()) {
             // The main job's options do not carry over into a subcommand: refusing them beats
             // ignoring them (`dsh-confine --mode bogus policy` must not print a policy).
+            const std::string sub_name = parsed_subcommands.front()->get_name();
+            std::size_t sub_at = 0;
+            while (sub_at < line.front.size() && sub_name != line.front[sub_at]) ++sub_at;
             for (const CLI::Option* option : main_only)
-                if (option->count() > 0)
-                    throw Error(code::Usage, option->get_name() + " does not apply to 'dsh-confine " +
-                                                 parsed_subcommands.front()->get_name() +
-                                                 "' (a subcommand's options go after its name)");
+                if (option->count() > 0) {
+                    // Given after the subcommand's name, it is simply not one of its options.
+                    bool after = false;
+                    for (std::size_t i = sub_at + 1; i < line.front.size(); ++i)
+                        for (const auto& long_name : option->get_lnames())
+                            after = after || std::string_view(line.front[i]).rfind("--" + long_name, 0) == 0;
+                    throw Error(code::Usage, option->get_name() + " does not apply to 'dsh-confine " + sub_name + "'" +
+                                                 (after ? "" : " (a subcommand's options go after its name)"));
+                }
             const CLI::App* sub = parsed_subcommands.front();
             const bool takes_program = sub == c.run || sub == c.landlock || sub == c.token || sub == c.effect || sub == c.stage;
             if (!takes_program && !app.remaining().empty())
@@ -428,13 +562,22 @@ int run(int argc, char** argv) {
         }
         const std::vector<std::string> rest = program_words(app, nullptr, line);
         if (print) return run_print(main_options, format, rest);
+        if (format_option->count() > 0)
+            throw Error(code::Usage, "--format applies with --print only (without it, the command is run, not printed)");
         return run_exec(main_options, rest);
     } catch (const ExitStatus& status) {
+        if (print && format == "json" && app.get_subcommands().empty() && !status.errorCode.empty())
+            write_error_json(status.errorCode, status.message);
         return status.code;
     } catch (const Error& e) {
+        // `--print --format json` answers every failure in JSON on stdout too (SANDBOX_UNAVAILABLE
+        // has already written its own, with the candidates).
+        if (print && format == "json" && app.get_subcommands().empty() && e.code() != code::SandboxUnavailable)
+            write_error_json(e.code(), e.what());
         std::fprintf(stderr, "dsh-confine: error: %s: %s\n", e.code().c_str(), e.what());
         return 125;
     } catch (const std::exception& e) {
+        if (print && format == "json" && app.get_subcommands().empty()) write_error_json(code::Internal, e.what());
         std::fprintf(stderr, "dsh-confine: error: %s: %s\n", code::Internal, e.what());
         return 125;
     }

@@ -5,7 +5,11 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+
+#include <sys/stat.h>
 #include <fstream>
+#include <iostream>
+#include <iterator>
 #include <iterator>
 #include <memory>
 #include <string>
@@ -25,11 +29,15 @@ int parse_exit_code(const std::string& text) {
     if (text.empty()) throw Error(code::Usage, "--exit-code needs a number from 0 to 255");
     std::size_t used = 0;
     long value = -1;
+    bool too_big = false;
     try {
         value = std::stol(text, &used, 10);
+    } catch (const std::out_of_range&) {
+        too_big = true;  // digits, but more than a long holds
     } catch (const std::exception&) {
         used = 0;
     }
+    if (too_big) throw Error(code::Usage, "--exit-code " + text + " is out of range (0-255)");
     if (used != text.size() || text.front() == '+' || std::isspace(static_cast<unsigned char>(text.front())))
         throw Error(code::Usage, "--exit-code '" + text + "' is not a number");
     if (value < 0 || value > 255) throw Error(code::Usage, "--exit-code " + text + " is out of range (0-255)");
@@ -53,7 +61,15 @@ int run_classify(const std::string& plan_file, const std::string& backend, const
     const int exit_code = parse_exit_code(exit_code_text);
     Dialect dialect;
     if (!plan_file.empty()) {
-        dialect = parse_dialect(read_small_file(plan_file, code::Plan), plan_file);
+        if (plan_file == "-") {
+            // The plan on stdin (a pipe from --print), the stderr from a file: no temp file needed.
+            if (stderr_file.empty() || stderr_file == "-")
+                throw Error(code::Usage, "--plan - reads the plan from stdin: give the stderr with --stderr FILE");
+            std::string plan((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+            dialect = parse_dialect(plan, "stdin");
+        } else {
+            dialect = parse_dialect(read_small_file(plan_file, code::Plan), plan_file);
+        }
     } else {
         const Config config = load_configuration(config_file);
         auto made = platform::make_backend(backend, config, platform::HostContext{"/", {}});
@@ -73,6 +89,11 @@ int run_classify(const std::string& plan_file, const std::string& backend, const
     if (!stderr_file.empty()) {
         input = std::fopen(stderr_file.c_str(), "rb");
         if (!input) throw Error(code::Input, stderr_file + ": " + std::strerror(errno));
+        struct stat st {};
+        if (fstat(fileno(input), &st) == 0 && S_ISDIR(st.st_mode)) {
+            std::fclose(input);
+            throw Error(code::Input, stderr_file + ": is a directory, not a file of stderr output");
+        }
     }
     // Large reads, as the classifier skips whole lines in bulk; left uninitialized, so a short
     // stderr touches one page of it, not 256.

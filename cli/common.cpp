@@ -1,6 +1,8 @@
 // What the subcommands share that touches the host: where dsh-confine's state, cache and
 // config live (XDG, with the Windows fallbacks), the config lookup, the process's cwd, and
 // dsh-confine's own files as the backends must see them.
+#include <nlohmann/json.hpp>
+
 #include "common.hpp"
 
 #include <cstdio>
@@ -107,6 +109,13 @@ platform::HostContext host_context(const Config& config) {
         host.protectedPaths.push_back(ec ? path : resolved.string());
     }
     return host;
+}
+
+void write_error_json(const std::string& code_name, const std::string& message) {
+    nlohmann::ordered_json error;
+    error["error"]["code"] = code_name;
+    error["error"]["message"] = message;
+    write_out(error.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
 
 void write_out(const std::string& text) {

@@ -19,7 +19,13 @@ namespace dsh::cli {
 // Thrown to leave with a status whose message was already printed (126, 127).
 struct ExitStatus {
     int code;
+    std::string errorCode = {};  // COMMAND_NOT_FOUND, COMMAND_NOT_EXECUTABLE: for a JSON answer
+    std::string message = {};
 };
+
+// `{"error": {"code": ..., "message": ...}}` on stdout: what `--print --format json` answers a
+// failure with, besides the line on stderr.
+void write_error_json(const std::string& code_name, const std::string& message);
 
 struct PolicyOptions {
     std::string mode;

@@ -76,7 +76,7 @@ int run_doctor(const DoctorOptions& options) {
     }
 
     if (options.json) {
-        write_out(out.dump() + "\n");
+        write_out(out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
         return status;
     }
     std::string text = "system: " + platform::system_name() + "\nchain: ";

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "../lib/config.hpp"
 #include "../lib/confine.hpp"
 #include "../lib/error.hpp"
 #include "../lib/plan.hpp"
@@ -30,9 +31,16 @@ namespace dsh::cli {
 namespace {
 
 // As env(1) does: the line, then 127 (not found) or 126 (not executable) rather than 125.
-[[noreturn]] void exit_unrunnable(const ConfineFailure& failure) {
-    std::fprintf(stderr, "dsh-confine: error: %s: %s\n", failure.code.c_str(), failure.message.c_str());
-    throw ExitStatus{failure.code == code::CommandNotFound ? 127 : 126};
+[[noreturn]] void exit_unrunnable(const ConfineFailure& failure, const std::string& program) {
+    std::string message = failure.message;
+    if (failure.code == code::CommandNotFound) {
+        // A subcommand misspelt, or `help`, reads as a PROGRAM: say what was probably meant.
+        static const std::vector<std::string> subcommands = {"run", "policy", "classify", "doctor", "session"};
+        if (program == "help") message += " (dsh-confine's own help: dsh-confine --help)";
+        else if (auto close = did_you_mean(program, subcommands)) message += " (did you mean the subcommand '" + *close + "'?)";
+    }
+    std::fprintf(stderr, "dsh-confine: error: %s: %s\n", failure.code.c_str(), message.c_str());
+    throw ExitStatus{failure.code == code::CommandNotFound ? 127 : 126, failure.code, message};
 }
 
 ProgramLocation find_program(const std::string& program) {
@@ -80,7 +88,7 @@ void print_unavailable(const ConfineFailure& failure, const SandboxExecutionPoli
     for (const auto& r : failure.candidates) candidates.push_back({{"backend", r.backend}, {"reason", r.reason}});
     error["error"]["candidates"] = candidates;
     error["policy"] = policy_json(policy);
-    write_out(error.dump() + "\n");
+    write_out(error.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
 
 }  // namespace
@@ -140,7 +148,8 @@ Planned plan_call(const PolicyOptions& options, const std::vector<std::string>& 
     ConfineOutcome outcome = confine_call(request, config, host);
     if (outcome.failure) {
         const ConfineFailure& failure = *outcome.failure;
-        if (failure.code == code::CommandNotFound || failure.code == code::CommandNotExecutable) exit_unrunnable(failure);
+        if (failure.code == code::CommandNotFound || failure.code == code::CommandNotExecutable)
+            exit_unrunnable(failure, argv.front());
         if (failure.code == code::SandboxUnavailable) {
             if (json_errors) print_unavailable(failure, out.resolved.policy);
             for (const auto& r : failure.candidates) spdlog::info("backend {}: {}", r.backend, r.reason);
@@ -157,14 +166,14 @@ int run_exec(const PolicyOptions& options, const std::vector<std::string>& argv)
     Planned planned = plan_call(options, argv, false);
     if (!planned.plan.confined) {
         const ProgramLocation program = find_program(argv.front());
-        if (auto unrunnable = unrunnable_program(argv.front(), program)) exit_unrunnable(*unrunnable);
+        if (auto unrunnable = unrunnable_program(argv.front(), program)) exit_unrunnable(*unrunnable, argv.front());
         std::fflush(stdout);
         posix::exec_argv(program.path, argv);
         const int error = errno;
         std::fprintf(stderr, "dsh-confine: error: COMMAND_NOT_EXECUTABLE: %s: %s\n", argv.front().c_str(), std::strerror(error));
         return error == ENOENT ? 127 : 126;
     }
-    spdlog::debug("exec through {}", planned.plan.confined->backend);
+    spdlog::info("exec through {}: {}", planned.plan.confined->backend, shell_join(planned.plan.confined->argv));
     return platform::exec_plan(*planned.plan.confined, *planned.confinedPolicy, argv, planned.resolved.config);
 }
 

@@ -23,15 +23,23 @@ Resolved resolve(const PolicyOptions& options) {
     if (!options.mode.empty()) {
         request.mode = parse_sandbox_mode(options.mode);
         if (!request.mode)
-            throw Error(code::Usage, "unknown mode '" + options.mode +
-                                         "'; modes: read-only, workspace-write, danger-full-access");
+        {
+            std::string message = "unknown mode '" + options.mode + "'";
+            if (auto close = did_you_mean(options.mode, {"read-only", "workspace-write", "danger-full-access"}))
+                message += " (did you mean '" + *close + "'?)";
+            throw Error(code::Usage, message + "; modes: read-only, workspace-write, danger-full-access");
+        }
     }
     if (!options.workspaceRoot.empty()) request.workspaceRoot = options.workspaceRoot;
     if (!options.writableRoots.empty()) request.writableRoots = options.writableRoots;
     if (!options.denyRead.empty()) request.unreadablePaths = options.denyRead;
     if (!options.network.empty()) {
         request.network = parse_network_policy(options.network);
-        if (!request.network) throw Error(code::Usage, "unknown network '" + options.network + "'; networks: allow, deny");
+        if (!request.network) {
+            std::string message = "unknown network '" + options.network + "'";
+            if (auto close = did_you_mean(options.network, {"allow", "deny"})) message += " (did you mean '" + *close + "'?)";
+            throw Error(code::Usage, message + "; networks: allow, deny");
+        }
     }
     if (const char* home = std::getenv("HOME"); home && *home) request.home = home;
     std::optional<posix::StateDirStorage> storage;
@@ -50,7 +58,7 @@ Resolved resolve(const PolicyOptions& options) {
 
 int run_policy(const PolicyOptions& options) {
     Resolved resolved = resolve(options);
-    write_out(policy_json(resolved.policy).dump() + "\n");
+    write_out(policy_json(resolved.policy).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
     return 0;
 }
 

@@ -1,12 +1,14 @@
 // `dsh-confine session start|mode|show|end`: Sessions over the state directory.
 #include <chrono>
 #include <ctime>
+#include <filesystem>
 #include <string>
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include "../lib/error.hpp"
+#include "../lib/policy.hpp"
 #include "../lib/session.hpp"
 #include "../platform/posix/safe_path.hpp"
 #include "../platform/posix/state_store.hpp"
@@ -33,7 +35,10 @@ int run_session(const std::string& action, const std::string& id, const std::str
     const posix::NoSymlinkIdentity identity;  // the cwd's identity is recorded at start
     Sessions sessions(storage, &identity);
     if (action == "start") {
-        const bool created = sessions.start(id, argument, writable_roots);
+        // A relative --cwd is taken from where dsh-confine runs, as `cd` would (--cwd . is the cwd);
+        // the writable roots, like --writable-root elsewhere, must be absolute.
+        const std::string cwd = is_absolute_path(argument) ? argument : (std::filesystem::path(current_dir()) / argument).string();
+        const bool created = sessions.start(id, cwd, writable_roots);
         spdlog::info("session '{}' {}", id, created ? "started" : "already started with this cwd");
         return 0;
     }
@@ -64,7 +69,7 @@ int run_session(const std::string& action, const std::string& id, const std::str
         for (const auto& event : state.timeline)
             events.push_back({{"type", event.type}, {event.type == "sandbox/mode" ? "mode" : "network", event.value}, {"at", event.at}});
         out["events"] = events;
-        write_out(out.dump() + "\n");
+        write_out(out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
         return 0;
     }
     sessions.end(id);

@@ -1,6 +1,8 @@
 #include "config.hpp"
 
 #include <algorithm>
+#include <cstring>
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -266,9 +268,19 @@ void read_backend(const TableReader& backends, const std::string& name, BackendC
     }
 }
 
+// A config file is a few hundred bytes; one far larger is a mistake, not a policy to parse.
+constexpr std::uintmax_t kMaxConfigBytes = 1 << 20;
+
 std::string read_file(const std::string& path) {
+    std::error_code ec;
+    const std::uintmax_t size = std::filesystem::file_size(path, ec);
+    if (!ec && size > kMaxConfigBytes)
+        throw Error(code::Config, path + ": " + std::to_string(size) + " bytes; a config file may be at most 1 MiB");
     std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error(code::Config, path + ": cannot be read");
+    if (!in) {
+        const int error = errno;
+        throw Error(code::Config, path + ": cannot be read: " + std::strerror(error));
+    }
     std::ostringstream text;
     text << in.rdbuf();
     return text.str();

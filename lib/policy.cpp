@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cstdint>
 #include <filesystem>
 #include <system_error>
 
@@ -35,6 +36,34 @@ bool through_a_file(const std::string& path) {
     return false;
 }
 
+// Well-formed UTF-8 (no overlong forms, no surrogates, at most U+10FFFF).
+bool valid_utf8(std::string_view text) {
+    std::size_t i = 0;
+    while (i < text.size()) {
+        const auto c = static_cast<unsigned char>(text[i]);
+        std::size_t extra = 0;
+        std::uint32_t point = 0;
+        if (c < 0x80) {
+            ++i;
+            continue;
+        }
+        if (c >= 0xC2 && c <= 0xDF) extra = 1, point = c & 0x1F;
+        else if (c >= 0xE0 && c <= 0xEF) extra = 2, point = c & 0x0F;
+        else if (c >= 0xF0 && c <= 0xF4) extra = 3, point = c & 0x07;
+        else return false;
+        if (i + extra >= text.size()) return false;  // truncated
+        for (std::size_t k = 1; k <= extra; ++k) {
+            const auto next = static_cast<unsigned char>(text[i + k]);
+            if ((next & 0xC0) != 0x80) return false;
+            point = (point << 6) | (next & 0x3F);
+        }
+        if ((extra == 2 && (point < 0x800 || (point >= 0xD800 && point <= 0xDFFF))) || (extra == 3 && (point < 0x10000 || point > 0x10FFFF)))
+            return false;
+        i += extra + 1;
+    }
+    return true;
+}
+
 }  // namespace
 
 std::string canonical_directory(const std::string& path, const std::string& what) {
@@ -57,6 +86,11 @@ std::string canonical_directory(const std::string& path, const std::string& what
         throw Error(code::WorkspaceRoot, shown + " cannot be resolved: " + ec.message());
     }
     if (!fs::is_directory(resolved, ec)) throw Error(code::WorkspaceRoot, shown + " is not a directory");
+    // Policies, plans and reports are JSON, which holds UTF-8 text only: a root named otherwise
+    // could not be shown, recorded or checked faithfully.
+    if (!valid_utf8(resolved.string()))
+        throw Error(code::WorkspaceRoot, what + ": its path is not valid UTF-8, which dsh-confine's JSON (policies, plans, "
+                                                "sessions) cannot carry; use a directory whose path is UTF-8");
     return resolved.string();
 }
 

@@ -360,7 +360,11 @@ TEST_P(OwnState, ARootThatContainsTheStateIsRefusedAndNothingRuns) {
           std::vector<std::string>{"--print", "--backend", GetParam(), "--session", "own", "--"}}) {
         std::vector<std::string> args = call;
         args.insert(args.end(), {"/bin/sh", "-c", "echo '{\"type\":\"sandbox/mode\",\"mode\":\"danger-full-access\"}' >> \"$1\"; echo ran", "sh", log});
-        const e2e::Result r = e2e::run(args, options);
+        e2e::Result r = e2e::run(args, options);
+        if (args[0] == "--print") {  // --print --format json answers in JSON on stdout too
+            EXPECT_NE(r.out.find("\"code\":\"OWN_STATE_IN_ROOT\""), std::string::npos) << r.out;
+            r.out.clear();
+        }
         EXPECT_TRUE(e2e::IsError(r, "OWN_STATE_IN_ROOT")) << args[0];
         EXPECT_NE(r.err.find(home / "state/dsh-confine"), std::string::npos) << r.err;
     }
