@@ -309,6 +309,15 @@ Planned plan_call(const PolicyOptions& options, const std::vector<std::string>& 
                          out.resolved.sessionTempDir};
     policy.keepFds = options.keepFds;
     policy.workspaceRootId = out.resolved.workspaceRootId;
+    // The root's identity is taken once, here (a session recorded it when it started), and the
+    // runners check it where they use the root. A backend that took it again could only fail in
+    // a race with a command that swaps the root's path, and its failure would pass the call on
+    // to the next backend of the chain: the swapping command would choose the backend.
+    if (*mode == ConfinedSandboxMode::WorkspaceWrite && !policy.workspaceRootId) {
+        std::string why;
+        policy.workspaceRootId = posix::NoSymlinkIdentity().of(policy.workspaceRoot, why);
+        if (!policy.workspaceRootId) throw Error(code::WorkspaceRoot, "the workspace root " + why);
+    }
     std::sort(policy.keepFds.begin(), policy.keepFds.end());
     policy.keepFds.erase(std::unique(policy.keepFds.begin(), policy.keepFds.end()), policy.keepFds.end());
     ProviderParts parts = build_provider(chain, out.resolved.config, host);

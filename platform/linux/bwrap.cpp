@@ -112,11 +112,15 @@ Expected<ConfinedArgv> BwrapBackend::confine(const std::vector<std::string>& arg
     layout.keepFds = policy.keepFds;
     if (policy.mode == ConfinedSandboxMode::WorkspaceWrite) {
         std::string why;
-        const auto root = posix::directory_identity(policy.workspaceRoot, why);
-        if (!root) return Expected<ConfinedArgv>::failure("the workspace root " + why);
-        if (policy.workspaceRootId && *policy.workspaceRootId != root->text())
-            return Expected<ConfinedArgv>::failure("the workspace root " + policy.workspaceRoot + " was replaced since it was resolved");
-        layout.workspaceRootId = root->text();
+        // A call brings the identity it resolved (the stage checks it); only a policy made
+        // without one (the probe, doctor --verify) has it taken here.
+        if (policy.workspaceRootId) {
+            layout.workspaceRootId = *policy.workspaceRootId;
+        } else {
+            const auto root = posix::directory_identity(policy.workspaceRoot, why);
+            if (!root) return Expected<ConfinedArgv>::failure("the workspace root " + why);
+            layout.workspaceRootId = root->text();
+        }
         std::string temp = policy.sessionTempDir.value_or("");
         if (temp.empty()) {
             temp = landlock::private_temp_base(geteuid());

@@ -238,11 +238,13 @@ Expected<ConfinedArgv> LandlockBackend::confine(const std::vector<std::string>& 
             return Expected<ConfinedArgv>::failure("the runner " + *trusted + " lies inside " + *place +
                                                    ", which a confined command may write: it could be replaced there");
     if (policy.mode == ConfinedSandboxMode::WorkspaceWrite) {
-        const auto root = posix::directory_identity(policy.workspaceRoot, why);
-        if (!root) return Expected<ConfinedArgv>::failure("the workspace root " + why);
-        if (args.workspaceRootId && *args.workspaceRootId != root->text())
-            return Expected<ConfinedArgv>::failure("the workspace root " + policy.workspaceRoot + " was replaced since it was resolved");
-        args.workspaceRootId = root->text();
+        // A call brings the identity it resolved (the runner checks it); only a policy made
+        // without one (doctor --verify) has it taken here.
+        if (!args.workspaceRootId) {
+            const auto root = posix::directory_identity(policy.workspaceRoot, why);
+            if (!root) return Expected<ConfinedArgv>::failure("the workspace root " + why);
+            args.workspaceRootId = root->text();
+        }
         if (args.tempDir) {
             const auto temp = posix::directory_identity(*args.tempDir, why);
             if (!temp) return Expected<ConfinedArgv>::failure("the temp area " + why);
