@@ -24,6 +24,7 @@
 #include "../lib/policy.hpp"
 #include "../platform/platform.hpp"
 #include "../platform/posix/process.hpp"
+#include "../platform/posix/safe_path.hpp"
 #include "../platform/posix/state_store.hpp"
 #include "common.hpp"
 
@@ -136,6 +137,15 @@ Planned plan_call(const PolicyOptions& options, const std::vector<std::string>& 
     if (mode == SandboxMode::ReadOnly && !options.writableRoots.empty())
         throw Error(code::Usage, "--writable-root applies in workspace-write only; this call is read-only");
 
+    // The root's identity is taken once, here (a session recorded it when it started), and the
+    // runners check it where they use the root. A backend that took it again could only fail in a
+    // race with a command that swaps the root's path, and its failure would pass the call on to
+    // the next backend of the chain: the swapping command would choose the backend.
+    if (mode == SandboxMode::WorkspaceWrite && !out.resolved.policy.workspaceRootId) {
+        std::string why;
+        out.resolved.policy.workspaceRootId = posix::NoSymlinkIdentity().of(out.resolved.policy.workspaceRoot, why);
+        if (!out.resolved.policy.workspaceRootId) throw Error(code::WorkspaceRoot, "the workspace root " + why);
+    }
     ConfineRequest request{out.resolved.policy, argv, std::nullopt, options.requireFull};
     request.keepFds = options.keepFds;
     request.allowBroadRoots = options.allowBroadRoot || config.allowBroadRoots;

@@ -5,7 +5,12 @@
 #include <fstream>
 #include <functional>
 
+#include <fcntl.h>
 #include <unistd.h>
+#if defined(__linux__)
+#include <linux/fs.h>  // FS_IOC_GETFLAGS, FS_IOC_SETFLAGS
+#include <sys/ioctl.h>
+#endif
 
 #include "../platform/posix/effects.hpp"
 #include "../platform/posix/process.hpp"
@@ -52,6 +57,29 @@ void reset_scratch(const Scratch& s) {
 }
 
 std::string gap_key(const std::string& gap) { return gap.substr(0, gap.find(':')); }
+
+#if defined(__linux__)
+// A file's inode flags (chattr), which the tree snapshot does not show; -1 when unreadable.
+long inode_flags(const std::string& path) {
+    const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    int flags = 0;  // the kernel reads and writes an int, whatever <linux/fs.h> says
+    const bool ok = fd >= 0 && ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0;
+    if (fd >= 0) close(fd);
+    return ok ? flags : -1;
+}
+
+// Whether the file system of `path` keeps the no-dump flag: set from the host, then cleared.
+bool keeps_inode_flags(const std::string& path) {
+    const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    int flags = 0;
+    bool ok = fd >= 0 && ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0;
+    const int plain = flags;
+    flags |= FS_NODUMP_FL;
+    ok = ok && ioctl(fd, FS_IOC_SETFLAGS, &flags) == 0 && ioctl(fd, FS_IOC_SETFLAGS, &plain) == 0;
+    if (fd >= 0) close(fd);
+    return ok;
+}
+#endif
 
 }  // namespace
 
@@ -126,25 +154,60 @@ VerifyReport verify_backend(const Backend& backend) {
         return false;
     };
 
+    // A denied effect: the host's side (the scratch tree, and what `observe` adds) unchanged,
+    // and the helper's own refusal (exit 1), not a failure to run it at all.
+    auto attempt_denied = [&](ConfinedSandboxMode mode, const Effect& effect, const std::function<std::string()>& observe) {
+        auto host_side = [&] { return posix::snapshot_tree(s.base) + (observe ? observe() : std::string()); };
+        const std::string before = host_side();
+        const posix::EffectRun run = run_confined_effect(mode, effect.args, nullptr);
+        EffectResult result{effect.name, std::string(to_string(mode)), true, before == host_side(), false, ""};
+        if (!run.started || run.exitCode != 1 || run.output.find("execvp") != std::string::npos) {
+            // Not the helper's own refusal: nothing was really attempted.
+            result.held = false;
+            result.detail = "the effect helper did not run: " + run.output.substr(0, run.output.find('\n'));
+        }
+        if (!result.held) {
+            result.namedGap = named(effect.gap);
+            result.detail = result.namedGap ? "got through: a named gap (" + effect.gap + ")" : "got through";
+        }
+        report.effects.push_back(result);
+    };
+
     for (ConfinedSandboxMode mode : {ConfinedSandboxMode::WorkspaceWrite, ConfinedSandboxMode::ReadOnly}) {
         const std::string mode_name(to_string(mode));
         for (const Effect& effect : denied) {
             reset_scratch(s);
-            const std::string before = posix::snapshot_tree(s.base);
-            const posix::EffectRun run = run_confined_effect(mode, effect.args, nullptr);
-            const std::string after = posix::snapshot_tree(s.base);
-            EffectResult result{effect.name, mode_name, true, before == after, false, ""};
-            if (!run.started || run.exitCode != 1 || run.output.find("execvp") != std::string::npos) {
-                // Not the helper's own refusal: nothing was really attempted.
-                result.held = false;
-                result.detail = "the effect helper did not run: " + run.output.substr(0, run.output.find('\n'));
-            }
-            if (!result.held) {
-                result.namedGap = named(effect.gap);
-                result.detail = result.namedGap ? "got through: a named gap (" + effect.gap + ")" : "got through";
-            }
-            report.effects.push_back(result);
+            attempt_denied(mode, effect, nullptr);
         }
+        // Descriptors dsh-confine itself holds open when it starts the runner, as a careless
+        // parent leaves them: a directory and a file (open for writing) outside. Unless kept
+        // with --keep-fd, the command must not get them, so neither may be used.
+        {
+            reset_scratch(s);
+            // No O_CLOEXEC: inherited by the runner on purpose.
+            const int dir = open(s.out.c_str(), O_RDONLY | O_DIRECTORY);
+            const int file = open((s.out + "/file").c_str(), O_WRONLY | O_APPEND);
+            if (dir >= 0 && file >= 0) {
+                attempt_denied(mode, {"create a file through an inherited directory descriptor",
+                                      {"openat-create", std::to_string(dir), "made"}, ""}, nullptr);
+                attempt_denied(mode, {"write through an inherited file descriptor", {"write-fd", std::to_string(file)}, ""},
+                               nullptr);
+            }
+            if (dir >= 0) close(dir);
+            if (file >= 0) close(file);
+        }
+#if defined(__linux__)
+        // An inode flag the owner may set without any write access (no-dump, FS_IOC_SETFLAGS),
+        // judged by the flags the host reads back. Only where the file system keeps them.
+        reset_scratch(s);
+        if (keeps_inode_flags(s.out + "/file")) {
+            attempt_denied(mode, {"set an inode flag outside (FS_IOC_SETFLAGS)", {"setflags", s.out + "/file"}, "file ioctls"},
+                           [&] { return "flags=" + std::to_string(inode_flags(s.out + "/file")) + "\n"; });
+        } else {
+            report.effects.push_back({"set an inode flag outside (FS_IOC_SETFLAGS)", mode_name, true, true, false,
+                                      "not attempted: the file system of " + s.base + " keeps no inode flags"});
+        }
+#endif
         if (mode == ConfinedSandboxMode::ReadOnly) {
             reset_scratch(s);
             const std::string before = posix::snapshot_tree(s.base);

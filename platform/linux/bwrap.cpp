@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include "../../lib/error.hpp"
 #include "../../lib/policy.hpp"
 #include "../posix/process.hpp"
 #include "../posix/safe_path.hpp"
@@ -118,11 +119,15 @@ Expected<ConfinedArgv> BwrapBackend::confine(const std::vector<std::string>& arg
     layout.keepFds = policy.keepFds;
     if (policy.mode == ConfinedSandboxMode::WorkspaceWrite) {
         std::string why;
-        const auto root = posix::directory_identity(policy.workspaceRoot, why);
-        if (!root) return Expected<ConfinedArgv>::failure("the workspace root " + why);
-        if (policy.workspaceRootId && *policy.workspaceRootId != root->text())
-            return Expected<ConfinedArgv>::failure("the workspace root " + policy.workspaceRoot + " was replaced since it was resolved");
-        layout.workspaceRootId = root->text();
+        // A call brings the identity it resolved (the stage checks it); only a policy made
+        // without one (the probe, doctor --verify) has it taken here.
+        if (policy.workspaceRootId) {
+            layout.workspaceRootId = *policy.workspaceRootId;
+        } else {
+            const auto root = posix::directory_identity(policy.workspaceRoot, why);
+            if (!root) return Expected<ConfinedArgv>::failure("the workspace root " + why);
+            layout.workspaceRootId = root->text();
+        }
         std::string temp = policy.sessionTempDir.value_or("");
         if (temp.empty()) {
             temp = landlock::private_temp_base(geteuid());
@@ -130,11 +135,11 @@ Expected<ConfinedArgv> BwrapBackend::confine(const std::vector<std::string>& arg
             layout.privateTemp = temp;
         }
         const auto temp_id = posix::directory_identity(temp, why);
-        if (!temp_id) return Expected<ConfinedArgv>::failure("the temp area " + why);
+        if (!temp_id) throw Error(code::State, "the temp area " + why);
         layout.tempDirId = temp_id->text();
         for (const auto& writable : policy.writableRoots) {
             const auto id = posix::directory_identity(writable, why);
-            if (!id) return Expected<ConfinedArgv>::failure("the writable root " + why);
+            if (!id) throw Error(code::WorkspaceRoot, "the writable root " + why);  // a race, not an unusable backend
             layout.writableRootIds.push_back(id->text());
         }
     }

@@ -20,6 +20,7 @@
 #include "../posix/process.hpp"
 #include "../posix/safe_path.hpp"
 #include "../posix/state_store.hpp"
+#include "../../lib/error.hpp"
 #include "../../lib/policy.hpp"
 #include "host.hpp"
 #include "landlock_abi.hpp"
@@ -279,20 +280,22 @@ Expected<ConfinedArgv> LandlockBackend::confine(const std::vector<std::string>& 
             return Expected<ConfinedArgv>::failure("the runner " + *trusted + " lies inside " + *place +
                                                    ", which a confined command may write: it could be replaced there");
     if (policy.mode == ConfinedSandboxMode::WorkspaceWrite) {
-        const auto root = posix::directory_identity(policy.workspaceRoot, why);
-        if (!root) return Expected<ConfinedArgv>::failure("the workspace root " + why);
-        if (args.workspaceRootId && *args.workspaceRootId != root->text())
-            return Expected<ConfinedArgv>::failure("the workspace root " + policy.workspaceRoot + " was replaced since it was resolved");
-        args.workspaceRootId = root->text();
+        // A call brings the identity it resolved (the runner checks it); only a policy made
+        // without one (doctor --verify) has it taken here.
+        if (!args.workspaceRootId) {
+            const auto root = posix::directory_identity(policy.workspaceRoot, why);
+            if (!root) return Expected<ConfinedArgv>::failure("the workspace root " + why);
+            args.workspaceRootId = root->text();
+        }
         if (args.tempDir) {
             const auto temp = posix::directory_identity(*args.tempDir, why);
-            if (!temp) return Expected<ConfinedArgv>::failure("the temp area " + why);
+            if (!temp) throw Error(code::State, "the temp area " + why);
             args.tempDirId = temp->text();
         }
     }
     for (auto& root : args.writableRoots) {
         const auto id = posix::directory_identity(root, why);
-        if (!id) return Expected<ConfinedArgv>::failure("the writable root " + why);
+        if (!id) throw Error(code::WorkspaceRoot, "the writable root " + why);  // a race, not an unusable backend
         root = id->text() + "@" + root;
     }
     ConfinedArgv out;

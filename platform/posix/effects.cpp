@@ -21,6 +21,10 @@
 #endif
 #include <sys/un.h>
 #include <sys/wait.h>
+#if defined(__linux__)
+#include <linux/fs.h>  // FS_IOC_SETFLAGS, FS_IOC_FSSETXATTR
+#include <mqueue.h>    // POSIX message queues (macOS has none)
+#endif
 #include <sys/xattr.h>
 #include <termios.h>
 #include <unistd.h>
@@ -35,6 +39,11 @@ int refused(const std::string& what) {
     return 1;
 }
 
+int bad_request(const std::string& op) {
+    std::fprintf(stderr, "unknown effect '%s' or missing arguments\n", op.c_str());
+    return 2;
+}
+
 int write_to(const std::string& path, int flags, const char* data) {
     const int fd = open(path.c_str(), flags | O_CLOEXEC, 0644);
     if (fd < 0) return refused("open " + path);
@@ -42,6 +51,13 @@ int write_to(const std::string& path, int flags, const char* data) {
     close(fd);
     if (n < 0) return refused("write " + path);
     return 0;
+}
+
+// A descriptor number given on the command line, or -1.
+int descriptor(const std::string& text) {
+    char* end = nullptr;
+    const long fd = std::strtol(text.c_str(), &end, 10);
+    return end != text.c_str() && *end == '\0' && fd >= 0 && fd < 1 << 20 ? static_cast<int>(fd) : -1;
 }
 
 // The calls whose form differs between Linux and macOS.
@@ -140,6 +156,55 @@ int perform_effect(const std::string& op, const std::vector<std::string>& a) {
         errno = error;
         return rc == 0 ? 0 : refused("bind " + a[0]);
     }
+    // Through descriptors the command inherited: a file made in an open directory, and a write
+    // through an open file. (Whether it inherited them at all is what is being tested.)
+    if (op == "openat-create" && need(2)) {
+        const int dir = descriptor(a[0]);
+        if (dir < 0) return bad_request(op);
+        const int fd = openat(dir, a[1].c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd < 0) return refused("openat " + a[0] + " " + a[1]);
+        const ssize_t n = write(fd, "created\n", 8);
+        close(fd);
+        return n == 8 ? 0 : refused("write " + a[1]);
+    }
+    if (op == "write-fd" && need(1)) {
+        const int fd = descriptor(a[0]);
+        if (fd < 0) return bad_request(op);
+        const char text[] = "written through an inherited descriptor\n";
+        return write(fd, text, sizeof text - 1) == static_cast<ssize_t>(sizeof text - 1) ? 0 : refused("write to descriptor " + a[0]);
+    }
+#if defined(__linux__)
+    // Inode flags, which the owner of a file may change without any write access to it: no-dump
+    // through FS_IOC_SETFLAGS (chattr +d), no-atime through FS_IOC_FSSETXATTR (xfs_io chattr +A).
+    if ((op == "setflags" || op == "fssetxattr") && need(1)) {
+        const int fd = open(a[0].c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0) return refused("open " + a[0]);
+        int rc = -1;
+        if (op == "setflags") {
+            int flags = 0;  // the kernel reads and writes an int, whatever <linux/fs.h> says
+            if (ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0) {
+                flags |= FS_NODUMP_FL;
+                rc = ioctl(fd, FS_IOC_SETFLAGS, &flags);
+            }
+        } else {
+            fsxattr attr{};
+            if (ioctl(fd, FS_IOC_FSGETXATTR, &attr) == 0) {
+                attr.fsx_xflags |= FS_XFLAG_NOATIME;
+                rc = ioctl(fd, FS_IOC_FSSETXATTR, &attr);
+            }
+        }
+        const int error = errno;
+        close(fd);
+        errno = error;
+        return rc == 0 ? 0 : refused("ioctl " + op + " " + a[0]);
+    }
+    if (op == "mq-create" && need(1)) {  // a POSIX message queue, named "/NAME"
+        const mqd_t queue = mq_open(a[0].c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600, nullptr);
+        if (queue == static_cast<mqd_t>(-1)) return refused("mq_open " + a[0]);
+        mq_close(queue);
+        return 0;
+    }
+#endif
     if (op == "read" && need(1)) {
         std::ifstream in(a[0], std::ios::binary);
         if (!in) return refused("read " + a[0]);
@@ -159,8 +224,7 @@ int perform_effect(const std::string& op, const std::vector<std::string>& a) {
         unlink(pattern.c_str());
         return n == 1 ? 0 : refused("write " + pattern);
     }
-    std::fprintf(stderr, "unknown effect '%s' or missing arguments\n", op.c_str());
-    return 2;
+    return bad_request(op);
 }
 
 std::string snapshot_tree(const std::string& path) {

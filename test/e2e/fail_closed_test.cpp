@@ -289,6 +289,33 @@ TEST(DoctorVerify, EveryUsableBackendHoldsItsPromiseHere) {
     }
 }
 
+// What a command could reach without naming a path: descriptors dsh-confine itself holds open
+// when it starts the runner (a directory and a file open for writing, outside), and an inode
+// flag set by ioctl. Each is attempted in both modes under every usable backend, and held.
+TEST(DoctorVerify, InheritedDescriptorsAndInodeFlagsAreAttemptedAndHeld) {
+    e2e::TempDir home;
+    e2e::RunOptions options;
+    options.env = e2e::isolated_env(home.path());
+    const e2e::Result r = e2e::run({"doctor", "--verify", "--json"}, options);
+    const nlohmann::json doctor = nlohmann::json::parse(r.out, nullptr, false);
+    ASSERT_TRUE(doctor.is_object()) << r.out << r.err;
+    ASSERT_FALSE(doctor["verify"].empty());
+    for (const auto& report : doctor["verify"])
+        for (const char* mode : {"read-only", "workspace-write"})
+            for (const char* name : {"create a file through an inherited directory descriptor",
+                                     "write through an inherited file descriptor",
+                                     "set an inode flag outside (FS_IOC_SETFLAGS)"}) {
+                int found = 0;
+                for (const auto& effect : report["effects"])
+                    if (effect["effect"] == name && effect["mode"] == mode) {
+                        ++found;
+                        EXPECT_EQ(effect["expected"], "denied") << effect.dump();
+                        EXPECT_TRUE(effect["held"].get<bool>()) << report["backend"] << ": " << effect.dump();
+                    }
+                EXPECT_EQ(found, 1) << report["backend"] << " " << mode << ": " << name;
+            }
+}
+
 TEST(DoctorVerify, TextOutputNamesEachEffect) {
     e2e::TempDir home;
     e2e::RunOptions options;

@@ -248,6 +248,34 @@ TEST_F(JsonSchema, RunReportUnconfined) {
     EXPECT_TRUE(Valid(schema("report.schema.json"), e2e::read_file(report)));
 }
 
+// dsh-confine's own failure before anything ran: an `error` object instead of a verdict. The
+// shape is strict both ways: an error report with a verdict, or a report that claims a start,
+// is refused, and so is a report that has neither an error nor a verdict.
+TEST_F(JsonSchema, RunReportOfItsOwnFailure) {
+    const std::string report = scratch / "report.json";
+    EXPECT_EQ(dsh({"run", "--backend", "seatbelt", "--report", report, "--", "true"}).status, 125);
+    EXPECT_TRUE(contains(e2e::read_file(report), "\"code\":\"SANDBOX_UNAVAILABLE\"")) << e2e::read_file(report);
+    EXPECT_TRUE(Valid(schema("report.schema.json"), e2e::read_file(report)));
+    const ordered_json error_report = ordered_json::parse(e2e::read_file(report));
+
+    EXPECT_EQ(dsh({"run", "--config", scratch / "missing.toml", "--report", report, "--", "true"}).status, 125);
+    EXPECT_TRUE(contains(e2e::read_file(report), "\"policy\":null")) << e2e::read_file(report);
+    EXPECT_TRUE(Valid(schema("report.schema.json"), e2e::read_file(report)));
+
+    ordered_json started = error_report;
+    started["started"] = true;
+    EXPECT_TRUE(Invalid(schema("report.schema.json"), started.dump()));
+    ordered_json with_verdict = error_report;
+    with_verdict["verdict"] = {{"verdict", "failure"}, {"exitCode", 125}, {"line", nullptr}, {"signature", nullptr}, {"rule", nullptr}};
+    EXPECT_TRUE(Invalid(schema("report.schema.json"), with_verdict.dump()));
+    ordered_json other_status = error_report;
+    other_status["exitCode"] = 1;
+    EXPECT_TRUE(Invalid(schema("report.schema.json"), other_status.dump()));
+    ordered_json neither = error_report;
+    neither.erase("error");
+    EXPECT_TRUE(Invalid(schema("report.schema.json"), neither.dump()));
+}
+
 // --- doctor -----------------------------------------------------------------------------
 
 TEST_F(JsonSchema, DoctorJson) {
