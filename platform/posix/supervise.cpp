@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include <fcntl.h>
 #include <poll.h>
@@ -119,14 +120,23 @@ void kill_leftovers() {
     while (waitpid(-1, nullptr, WNOHANG) > 0) {
     }
 #else
+    // Each round kills the children the keeper has now (what the command left, reparented to
+    // it), then waits for each of them: a killed child's own children are reparented to the
+    // keeper when it dies, so the next round finds them. No round sleeps: the waits are for
+    // events, and the rounds end when a round finds nothing.
+    const pid_t self = getpid();
     for (int round = 0; round < 64; ++round) {
-        bool any = false;
-        if (DIR* proc = opendir("/proc")) {
-            const pid_t self = getpid();
+        std::vector<pid_t> found;
+        char path[64];
+        std::snprintf(path, sizeof path, "/proc/%ld/task/%ld/children", static_cast<long>(self), static_cast<long>(self));
+        if (FILE* children = std::fopen(path, "r")) {  // the kernel's own list (CONFIG_PROC_CHILDREN)
+            long child = 0;
+            while (std::fscanf(children, "%ld", &child) == 1) found.push_back(static_cast<pid_t>(child));
+            std::fclose(children);
+        } else if (DIR* proc = opendir("/proc")) {  // without it: every process's parent, read
             while (dirent* entry = readdir(proc)) {
                 const long candidate = std::strtol(entry->d_name, nullptr, 10);
                 if (candidate <= 0) continue;
-                char path[64];
                 std::snprintf(path, sizeof path, "/proc/%ld/stat", candidate);
                 FILE* file = std::fopen(path, "r");
                 if (!file) continue;
@@ -136,17 +146,18 @@ void kill_leftovers() {
                 const char* close_paren = read_ok ? std::strrchr(line, ')') : nullptr;
                 long parent = 0;
                 char state = 0;
-                if (close_paren && std::sscanf(close_paren + 1, " %c %ld", &state, &parent) == 2 && parent == self) {
-                    kill(static_cast<pid_t>(candidate), SIGKILL);
-                    any = true;
-                }
+                if (close_paren && std::sscanf(close_paren + 1, " %c %ld", &state, &parent) == 2 && parent == self)
+                    found.push_back(static_cast<pid_t>(candidate));
             }
             closedir(proc);
         }
+        for (pid_t child : found) kill(child, SIGKILL);
+        for (pid_t child : found)
+            while (waitpid(child, nullptr, 0) < 0 && errno == EINTR) {
+            }
         while (waitpid(-1, nullptr, WNOHANG) > 0) {
         }
-        if (!any) break;
-        usleep(1000);
+        if (found.empty()) break;
     }
 #endif
 }
