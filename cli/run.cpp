@@ -132,7 +132,7 @@ int supervise_and_report(const Planned& planned, const std::vector<std::string>&
     StreamClassifier classifier(dialect);
     const posix::SupervisedRun outcome = posix::supervise(
         spawn_argv, proof.proof, proof.fdSlot, [&](std::string_view chunk) { classifier.feed(chunk); },
-        proof.bwrapStatusSlot);
+        proof.bwrapStatusSlot, proof.closeInherited ? &planned.confinedPolicy->keepFds : nullptr);
     if (proof.tempDir) platform::remove_run_temp_dir(*proof.tempDir);
     if (!outcome.spawned) throw Error(code::RunnerExec, outcome.spawnError);
 

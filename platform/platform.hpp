@@ -47,6 +47,9 @@ struct StartProofPlan {
     int bwrapStatusSlot = -1;
     // A per-call temp area the caller made for this run and removes when it ends.
     std::optional<std::string> tempDir;
+    // The runner closes nothing itself (sandbox-exec): the descriptors above 2 but the kept ones
+    // are closed before it runs.
+    bool closeInherited = false;
 };
 // Prepares a confined argv for `run`: adds the proof-of-start option, and where the runner
 // would make a per-call temp area itself (and leave it behind until a later call), makes it

@@ -27,9 +27,10 @@ std::shared_ptr<const Backend> make_backend(const std::string& name, const Confi
     return nullptr;
 }
 
-int exec_plan(const ConfinedArgv& confined, const SandboxPolicy& /*policy*/, const std::vector<std::string>& /*argv*/,
+int exec_plan(const ConfinedArgv& confined, const SandboxPolicy& policy, const std::vector<std::string>& /*argv*/,
               const Config& /*config*/) {
     std::fflush(stdout);
+    posix::close_on_exec_except(policy.keepFds);  // sandbox-exec closes nothing itself
     posix::exec_argv(confined.argv.front(), confined.argv);
     std::fprintf(stderr, "dsh-confine: error: RUNNER_EXEC: cannot execute %s: %s\n", confined.argv.front().c_str(),
                  std::strerror(errno));
@@ -38,7 +39,11 @@ int exec_plan(const ConfinedArgv& confined, const SandboxPolicy& /*policy*/, con
 
 // sandbox-exec has no status channel, and its temp area is the per-user directory, made by
 // the backend and kept: nothing to add for `run`, nothing to remove after it.
-StartProofPlan prepare_for_run(std::vector<std::string>& /*argv*/, const std::string& /*backend*/) { return {}; }
+StartProofPlan prepare_for_run(std::vector<std::string>& /*argv*/, const std::string& /*backend*/) {
+    StartProofPlan plan;
+    plan.closeInherited = true;  // sandbox-exec closes nothing itself: the keeper does, before it
+    return plan;
+}
 
 void remove_run_temp_dir(const std::string& dir) {
     const std::size_t slash = dir.rfind('/');

@@ -16,17 +16,37 @@ struct Guarded {
     std::vector<std::string> anchors;
 };
 
+// The protected paths are dsh-confine's own files and the policy's protected paths (.git/hooks,
+// ...), each inside one of the writable roots.
 Guarded guarded(const Layout& layout, const SandboxPolicy& policy) {
     Guarded out;
     if (policy.mode != ConfinedSandboxMode::WorkspaceWrite) return out;
-    out.paths = paths_within(layout.protectedPaths, policy.workspaceRoot);
-    std::set<std::string> anchors;
-    for (const auto& path : out.paths)
-        for (std::size_t slash = path.find('/', policy.workspaceRoot.size() + 1); slash != std::string::npos;
-             slash = path.find('/', slash + 1))
-            anchors.insert(path.substr(0, slash));
+    std::vector<std::string> roots = {policy.workspaceRoot};
+    roots.insert(roots.end(), policy.writableRoots.begin(), policy.writableRoots.end());
+    std::vector<std::string> candidates = layout.protectedPaths;
+    candidates.insert(candidates.end(), policy.protectedPaths.begin(), policy.protectedPaths.end());
+    std::set<std::string> paths, anchors;
+    for (const auto& root : roots)
+        for (const auto& path : paths_within(candidates, root)) {
+            if (!paths.insert(path).second) continue;
+            for (std::size_t slash = path.find('/', root.size() + 1); slash != std::string::npos; slash = path.find('/', slash + 1))
+                anchors.insert(path.substr(0, slash));
+        }
+    out.paths.assign(paths.begin(), paths.end());
     out.anchors.assign(anchors.begin(), anchors.end());
     return out;
+}
+
+ProfileShape shape_of(const Layout& layout, const SandboxPolicy& policy) {
+    const Guarded guard = guarded(layout, policy);
+    ProfileShape shape;
+    shape.mode = policy.mode;
+    shape.writableRoots = policy.mode == ConfinedSandboxMode::WorkspaceWrite ? policy.writableRoots.size() : 0;
+    shape.protectedPaths = guard.paths.size();
+    shape.anchors = guard.anchors.size();
+    shape.unreadablePaths = policy.unreadablePaths.size();
+    shape.denyNetwork = policy.network == NetworkPolicy::Deny;
+    return shape;
 }
 
 std::string text_of(std::string_view name) {
@@ -54,31 +74,53 @@ std::string strip_comments(std::string_view text) {
 }
 
 std::string profile(ConfinedSandboxMode mode, std::size_t protected_count, std::size_t anchor_count) {
+    ProfileShape shape;
+    shape.mode = mode;
+    shape.protectedPaths = protected_count;
+    shape.anchors = anchor_count;
+    return profile(shape);
+}
+
+std::string profile(const ProfileShape& shape) {
     std::string text = strip_comments(text_of("read-only"));
-    if (mode == ConfinedSandboxMode::WorkspaceWrite) text += strip_comments(text_of("workspace-write"));
-    // Last, so they win over the workspace's allow: dsh-confine's own files stay unwritable.
-    for (std::size_t i = 0; i < protected_count; ++i)
+    if (shape.mode == ConfinedSandboxMode::WorkspaceWrite) text += strip_comments(text_of("workspace-write"));
+    // Extra writable roots: what the workspace profile allows its root, each.
+    for (std::size_t i = 0; i < shape.writableRoots; ++i) {
+        const std::string root = "(param \"WRITABLE_ROOT_" + std::to_string(i) + "\")";
+        text += "(allow file-write* (subpath " + root + "))\n(allow file-link (subpath " + root + "))\n";
+    }
+    // Last, so they win over the allows: protected paths (dsh-confine's own files, .git/hooks
+    // and .git/config, ...) stay unwritable, their directories cannot be moved away, unreadable
+    // paths cannot be read, and with the network denied no socket reaches out or in.
+    for (std::size_t i = 0; i < shape.protectedPaths; ++i)
         text += "(deny file-write* file-link (subpath (param \"PROTECTED_" + std::to_string(i) + "\")))\n";
-    for (std::size_t i = 0; i < anchor_count; ++i)
+    for (std::size_t i = 0; i < shape.anchors; ++i)
         text += "(deny file-write-unlink (literal (param \"ANCHOR_" + std::to_string(i) + "\")))\n";
+    for (std::size_t i = 0; i < shape.unreadablePaths; ++i)
+        text += "(deny file-read* (subpath (param \"UNREADABLE_" + std::to_string(i) + "\")))\n";
+    if (shape.denyNetwork) text += "(deny network*)\n";
     return text;
 }
 
 std::vector<Parameter> parameters(const Layout& layout, const SandboxPolicy& policy) {
     std::vector<Parameter> out;
-    if (policy.mode != ConfinedSandboxMode::WorkspaceWrite) return out;
-    out.push_back({"WORKSPACE_ROOT", policy.workspaceRoot});
-    out.push_back({"TEMP_DIR", layout.tempDir});
-    const Guarded guard = guarded(layout, policy);
-    for (std::size_t i = 0; i < guard.paths.size(); ++i) out.push_back({"PROTECTED_" + std::to_string(i), guard.paths[i]});
-    for (std::size_t i = 0; i < guard.anchors.size(); ++i) out.push_back({"ANCHOR_" + std::to_string(i), guard.anchors[i]});
+    if (policy.mode == ConfinedSandboxMode::WorkspaceWrite) {
+        out.push_back({"WORKSPACE_ROOT", policy.workspaceRoot});
+        out.push_back({"TEMP_DIR", layout.tempDir});
+        for (std::size_t i = 0; i < policy.writableRoots.size(); ++i)
+            out.push_back({"WRITABLE_ROOT_" + std::to_string(i), policy.writableRoots[i]});
+        const Guarded guard = guarded(layout, policy);
+        for (std::size_t i = 0; i < guard.paths.size(); ++i) out.push_back({"PROTECTED_" + std::to_string(i), guard.paths[i]});
+        for (std::size_t i = 0; i < guard.anchors.size(); ++i) out.push_back({"ANCHOR_" + std::to_string(i), guard.anchors[i]});
+    }
+    for (std::size_t i = 0; i < policy.unreadablePaths.size(); ++i)
+        out.push_back({"UNREADABLE_" + std::to_string(i), policy.unreadablePaths[i]});
     return out;
 }
 
 std::vector<std::string> build_argv(const Layout& layout, const std::vector<std::string>& argv,
                                     const SandboxPolicy& policy) {
-    const Guarded guard = guarded(layout, policy);
-    std::vector<std::string> out = {layout.runner, "-p", profile(policy.mode, guard.paths.size(), guard.anchors.size())};
+    std::vector<std::string> out = {layout.runner, "-p", profile(shape_of(layout, policy))};
     for (const auto& parameter : parameters(layout, policy)) {
         out.push_back("-D");
         out.push_back(parameter.name + "=" + parameter.value);
@@ -100,6 +142,7 @@ std::vector<std::string> writable_roots(const Layout& layout, const SandboxPolic
     std::vector<std::string> roots;
     if (policy.mode == ConfinedSandboxMode::WorkspaceWrite) {
         roots.push_back(policy.workspaceRoot);
+        roots.insert(roots.end(), policy.writableRoots.begin(), policy.writableRoots.end());
         roots.push_back(layout.tempDir);
     }
     for (const auto& sink : posix_shell_sinks()) roots.push_back(sink);

@@ -13,9 +13,13 @@
 // Every variable path goes in as a parameter (`-D NAME=VALUE`), so no quoting of paths in
 // the profile text exists to get wrong: a path with quotes, parentheses or newlines is a
 // plain argv element.
-// Not governed: IPC with host daemons (Mach and XPC services, Unix sockets, Apple Events)
-// that write on the command's behalf, TIOCSTI on the caller's terminal (the command shares
-// it), file descriptors inherited already open, the network and process visibility.
+//   - extra writable roots are allowed as the workspace is; protected paths inside the roots
+//     (.git/hooks, .git/config) are denied again; unreadable paths are denied file-read*;
+//     with the network denied, `(deny network*)` refuses every socket connect, bind and
+//     listen, Unix-domain ones by path included.
+// Not governed: IPC with host daemons through Mach and XPC services and Apple Events (which
+// may write on the command's behalf), TIOCSTI on the caller's terminal (the command shares
+// it), file descriptors inherited already open, and process visibility.
 #pragma once
 
 #include <string>
@@ -40,9 +44,21 @@ struct Parameter {
     std::string value;
 };
 
-// The profile text for a mode: profiles/read-only.sbpl, then profiles/workspace-write.sbpl
-// for workspace-write, then one generated rule per protected path (and its anchors), with
-// comment lines and blank lines left out so the argv stays short.
+// What a profile is made of beyond its mode: how many of each parameterized rule it carries.
+struct ProfileShape {
+    ConfinedSandboxMode mode = ConfinedSandboxMode::ReadOnly;
+    std::size_t writableRoots = 0;    // WRITABLE_ROOT_i: allowed as the workspace is
+    std::size_t protectedPaths = 0;   // PROTECTED_i: denied again inside the roots
+    std::size_t anchors = 0;          // ANCHOR_i: not unlinked or renamed away
+    std::size_t unreadablePaths = 0;  // UNREADABLE_i: file-read* denied
+    bool denyNetwork = false;         // (deny network*)
+};
+
+// The profile text: profiles/read-only.sbpl, then profiles/workspace-write.sbpl for
+// workspace-write, then one generated rule per extra root, protected path (and its anchors)
+// and unreadable path, and the network's, with comment lines and blank lines left out so the
+// argv stays short.
+std::string profile(const ProfileShape& shape);
 std::string profile(ConfinedSandboxMode mode, std::size_t protected_count, std::size_t anchor_count);
 
 // The parameters the profile of `policy` refers to, in the order they are passed.

@@ -1,5 +1,6 @@
 #include "process.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <climits>
@@ -8,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <spawn.h>
@@ -159,6 +161,22 @@ SpawnOutcome spawn_with_timeout(const std::vector<std::string>& argv, int timeou
     if (WIFEXITED(status)) outcome.exitCode = WEXITSTATUS(status);
     else if (WIFSIGNALED(status)) outcome.signal = WTERMSIG(status);
     return outcome;
+}
+
+void close_on_exec_except(const std::vector<int>& keep) {
+    std::vector<int> open;
+    if (DIR* dir = opendir("/dev/fd")) {
+        const int own = dirfd(dir);
+        while (dirent* entry = readdir(dir)) {
+            char* end = nullptr;
+            const long fd = std::strtol(entry->d_name, &end, 10);
+            if (end != entry->d_name && *end == '\0' && fd > 2 && fd != own) open.push_back(static_cast<int>(fd));
+        }
+        closedir(dir);
+    }
+    for (int fd : open)
+        if (std::find(keep.begin(), keep.end(), fd) == keep.end()) fcntl(fd, F_SETFD, FD_CLOEXEC);
+    for (int fd : keep) fcntl(fd, F_SETFD, 0);
 }
 
 std::string self_executable() {

@@ -35,6 +35,10 @@ struct SpawnOutcome {
 // which is killed when `timeout_ms` passes.
 SpawnOutcome spawn_with_timeout(const std::vector<std::string>& argv, int timeout_ms);
 
+// Marks every descriptor above 2 close-on-exec except `keep` (where sandbox-exec, which closes
+// nothing, runs next): listed from /dev/fd, not tried up to RLIMIT_NOFILE.
+void close_on_exec_except(const std::vector<int>& keep);
+
 // The absolute path of the running binary (/proc/self/exe on Linux, the dyld's answer on macOS).
 std::string self_executable();
 

@@ -256,7 +256,8 @@ bool read_report(int fd, KeeperReport& report) {
 }  // namespace
 
 SupervisedRun supervise(std::vector<std::string> argv, StartProof proof, int status_fd_slot,
-                        const std::function<void(std::string_view)>& on_stderr, int bwrap_status_slot) {
+                        const std::function<void(std::string_view)>& on_stderr, int bwrap_status_slot,
+                        const std::vector<int>* close_all_but) {
     SupervisedRun run;
     const auto began = std::chrono::steady_clock::now();
     int err_pipe[2] = {-1, -1}, status_pipe[2] = {-1, -1}, bwrap_pipe[2] = {-1, -1}, alive[2] = {-1, -1}, report[2] = {-1, -1};
@@ -332,6 +333,7 @@ SupervisedRun supervise(std::vector<std::string> argv, StartProof proof, int sta
         if (bwrap_pipe[0] >= 0) close(bwrap_pipe[0]);
         close(g_wake[0]);
         close(g_wake[1]);
+        if (close_all_but) close_on_exec_except(*close_all_but);
         keep(args.data(), run.merged, alive[0], report[1], err_pipe[1], status_pipe[1], bwrap_pipe[1], saved, saved_chld, saved_pipe, previous);
     }
     run.spawned = true;

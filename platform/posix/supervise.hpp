@@ -38,6 +38,7 @@ struct SupervisedRun {
 // option's value), or -1 without a proof. `bwrap_status_slot`: the same for bubblewrap's
 // --json-status-fd (-1: none), read only to find the command for forwarded signals.
 SupervisedRun supervise(std::vector<std::string> argv, StartProof proof, int status_fd_slot,
-                        const std::function<void(std::string_view)>& on_stderr, int bwrap_status_slot = -1);
+                        const std::function<void(std::string_view)>& on_stderr, int bwrap_status_slot = -1,
+                        const std::vector<int>* close_all_but = nullptr);
 
 }  // namespace dsh::posix

@@ -206,6 +206,25 @@ TokenPlan token_plan(const RunnerArgs& args, const std::optional<std::string>& t
     return plan;
 }
 
+std::vector<std::string> enforcement_gaps(const SandboxPolicy& policy) {
+    std::vector<std::string> gaps = enforcement_gaps(policy.mode);
+    const auto join = [](const std::vector<std::string>& paths) {
+        std::string out;
+        for (const auto& path : paths) out += (out.empty() ? "" : ", ") + path;
+        return out;
+    };
+    if (policy.network == NetworkPolicy::Deny)
+        gaps.push_back("network: a restricted token cannot take the network away without administrator rights "
+                       "(a firewall rule); the command can still connect and listen");
+    if (policy.mode == ConfinedSandboxMode::WorkspaceWrite && !policy.protectedPaths.empty())
+        gaps.push_back("protected paths: the workspace's ACL grant is inherited below it, so " + join(policy.protectedPaths) +
+                       " stay writable");
+    if (!policy.unreadablePaths.empty())
+        gaps.push_back("unreadable paths: the restricted token takes no read access away, so " + join(policy.unreadablePaths) +
+                       " stay readable");
+    return gaps;
+}
+
 std::vector<std::string> enforcement_gaps(ConfinedSandboxMode mode) {
     std::vector<std::string> gaps = {
         "everyone-writable: files and directories whose ACL lets Everyone or the logon session write stay "

@@ -134,6 +134,10 @@ TokenPlan token_plan(const RunnerArgs& args, const std::optional<std::string>& t
 
 // The named gaps of the mode; never empty, so enforcement is always partial.
 std::vector<std::string> enforcement_gaps(ConfinedSandboxMode mode);
+// The mode's gaps, then the policy's own: the network (a restricted token cannot take it away
+// without administrator rights), protected and unreadable paths (the workspace's ACL grant is
+// inherited below it; reads are not taken away).
+std::vector<std::string> enforcement_gaps(const SandboxPolicy& policy);
 
 // ERROR_ACCESS_DENIED as Win32, the C runtime and .NET spell it; the runner's own failures
 // carry `dsh-confine: error: RESTRICTED_TOKEN:` and exit 125 before the command starts.

@@ -420,12 +420,17 @@ std::string RestrictedTokenBackend::probe_identity() const {
 
 Expected<ConfinedArgv> RestrictedTokenBackend::confine(const std::vector<std::string>& argv, const SandboxPolicy& policy) const {
     if (auto present = check(); !present) return Expected<ConfinedArgv>::failure(present.reason());
+    if (policy.mode == ConfinedSandboxMode::WorkspaceWrite && !policy.writableRoots.empty())
+        return Expected<ConfinedArgv>::failure("extra writable roots are not granted by the restricted-token backend yet");
     const RunnerArgs args = runner_args(policy, private_temp_base(), protected_);
     ConfinedArgv out;
     out.argv = build_argv(runner_, args, argv);
     out.backend = name();
     out.enforcement = SandboxEnforcement::Partial;
-    out.enforcementGaps = enforcement_gaps(policy.mode);
+    out.enforcementGaps = enforcement_gaps(policy);
+    out.protectedPaths = policy.protectedPaths;
+    out.unreadablePaths = policy.unreadablePaths;
+    out.network = policy.network;
     const Dialect rules = dialect();
     out.denialSignatures = rules.denialSignatures;
     out.runnerFailureRules = rules.runnerFailureRules;

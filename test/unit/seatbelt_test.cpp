@@ -274,3 +274,72 @@ TEST(SeatbeltDialect, ExtraInformationalLinesAreKept) {
 
 }  // namespace
 }  // namespace dsh
+
+namespace dsh {
+namespace {
+
+// The policy's dimensions beside the mode, each a parameterized rule after the mode's.
+SandboxPolicy dimensions_policy() {
+    SandboxPolicy policy;
+    policy.mode = ConfinedSandboxMode::WorkspaceWrite;
+    policy.workspaceRoot = "/Users/u/ws";
+    policy.writableRoots = {"/Users/u/.npm"};
+    policy.protectedPaths = {"/Users/u/ws/.git/hooks", "/Users/u/ws/.git/config"};
+    policy.unreadablePaths = {"/Users/u/.ssh"};
+    policy.network = NetworkPolicy::Deny;
+    return policy;
+}
+
+std::string argument_after(const std::vector<std::string>& argv, const std::string& name) {
+    for (std::size_t i = 0; i + 1 < argv.size(); ++i)
+        if (argv[i] == "-D" && argv[i + 1].rfind(name + "=", 0) == 0) return argv[i + 1].substr(name.size() + 1);
+    return "";
+}
+
+TEST(SeatbeltDimensions, EachDimensionIsARuleWithItsParameter) {
+    const auto argv = seatbelt::build_argv({"/usr/bin/sandbox-exec", "/private/tmp/t"}, {"true"}, dimensions_policy());
+    const std::string& profile = argv[2];
+    EXPECT_NE(profile.find("(allow file-write* (subpath (param \"WRITABLE_ROOT_0\")))"), std::string::npos) << profile;
+    EXPECT_NE(profile.find("(deny file-write* file-link (subpath (param \"PROTECTED_1\")))"), std::string::npos) << profile;
+    EXPECT_NE(profile.find("(deny file-write-unlink (literal (param \"ANCHOR_0\")))"), std::string::npos) << profile;
+    EXPECT_NE(profile.find("(deny file-read* (subpath (param \"UNREADABLE_0\")))"), std::string::npos) << profile;
+    EXPECT_NE(profile.find("(deny network*)"), std::string::npos) << profile;
+    EXPECT_EQ(argument_after(argv, "WRITABLE_ROOT_0"), "/Users/u/.npm");
+    EXPECT_EQ(argument_after(argv, "UNREADABLE_0"), "/Users/u/.ssh");
+    EXPECT_EQ(argument_after(argv, "ANCHOR_0"), "/Users/u/ws/.git");
+    EXPECT_EQ(referenced_params(profile), given_params(argv));
+}
+
+TEST(SeatbeltDimensions, TheDenialsComeAfterEveryAllow) {
+    const std::string profile =
+        seatbelt::build_argv({"/usr/bin/sandbox-exec", "/private/tmp/t"}, {"true"}, dimensions_policy())[2];
+    const std::size_t last_allow = profile.rfind("(allow ");
+    for (const char* rule : {"(param \"PROTECTED_0\")", "(param \"UNREADABLE_0\")", "(deny network*)"})
+        EXPECT_GT(profile.find(rule), last_allow) << rule;
+}
+
+TEST(SeatbeltDimensions, NoneOfThemWithoutThePolicyAskingForIt) {
+    SandboxPolicy plain;
+    plain.mode = ConfinedSandboxMode::WorkspaceWrite;
+    plain.workspaceRoot = "/Users/u/ws";
+    const std::string profile = seatbelt::build_argv({"/usr/bin/sandbox-exec", "/private/tmp/t"}, {"true"}, plain)[2];
+    for (const char* rule : {"WRITABLE_ROOT_", "PROTECTED_", "UNREADABLE_", "network"})
+        EXPECT_EQ(profile.find(rule), std::string::npos) << rule;
+}
+
+TEST(SeatbeltDimensions, ReadOnlyHidesAndDeniesTheNetworkToo) {
+    SandboxPolicy policy = dimensions_policy();
+    policy.mode = ConfinedSandboxMode::ReadOnly;
+    const auto argv = seatbelt::build_argv({"/usr/bin/sandbox-exec", "/private/tmp/t"}, {"true"}, policy);
+    EXPECT_NE(argv[2].find("(deny network*)"), std::string::npos);
+    EXPECT_EQ(argument_after(argv, "UNREADABLE_0"), "/Users/u/.ssh");
+    EXPECT_EQ(argument_after(argv, "WRITABLE_ROOT_0"), "");  // read-only writes nothing
+}
+
+TEST(SeatbeltDimensions, WritableRootsListTheExtraRoots) {
+    const auto roots = seatbelt::writable_roots({"/usr/bin/sandbox-exec", "/private/tmp/t"}, dimensions_policy());
+    EXPECT_NE(std::find(roots.begin(), roots.end(), "/Users/u/.npm"), roots.end());
+}
+
+}  // namespace
+}  // namespace dsh

@@ -294,3 +294,24 @@ TEST(WindowsRunnerArgv, ParsesBackWhatItBuilds) {
 
 }  // namespace
 }  // namespace dsh
+
+namespace dsh {
+namespace {
+
+TEST(RestrictedTokenGaps, TheNetworkProtectedAndUnreadablePathsAreNamedWhenAsked) {
+    SandboxPolicy policy;
+    policy.mode = ConfinedSandboxMode::WorkspaceWrite;
+    policy.workspaceRoot = "C:/src/app";
+    const std::size_t base = restricted_token::enforcement_gaps(policy).size();
+    policy.network = NetworkPolicy::Deny;
+    policy.protectedPaths = {"C:/src/app/.git/hooks"};
+    policy.unreadablePaths = {"C:/Users/u/.ssh"};
+    const std::vector<std::string> gaps = restricted_token::enforcement_gaps(policy);
+    ASSERT_EQ(gaps.size(), base + 3);
+    EXPECT_EQ(gaps[base].rfind("network:", 0), 0u);
+    EXPECT_NE(gaps[base + 1].find("C:/src/app/.git/hooks"), std::string::npos);
+    EXPECT_NE(gaps[base + 2].find("C:/Users/u/.ssh"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace dsh
