@@ -9,7 +9,10 @@
 #include <unistd.h>
 #if defined(__linux__)
 #include <linux/fs.h>  // FS_IOC_GETFLAGS, FS_IOC_SETFLAGS
+#include <netinet/in.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #endif
 
 #include "../platform/posix/effects.hpp"
@@ -132,11 +135,14 @@ VerifyReport verify_backend(const Backend& backend) {
         {"rename the workspace root itself", {"rename", s.ws, s.ws + ".moved"}, ""},
     };
 
+    // The policy each effect runs under: the mode, and the dimensions a check sets for itself.
+    std::function<void(SandboxPolicy&)> dimensions;
     auto run_confined_effect = [&](ConfinedSandboxMode mode, const std::vector<std::string>& args,
                                    const posix::Pty* pty) {
         std::vector<std::string> argv = {self, "__effect"};
         argv.insert(argv.end(), args.begin(), args.end());
         SandboxPolicy policy{mode, s.ws, std::nullopt, std::nullopt};
+        if (dimensions) dimensions(policy);
         Expected<ConfinedArgv> confined = backend.confine(argv, policy);
         if (!confined) return posix::EffectRun{};
         return posix::run_effect(confined->argv, pty, 10000);
@@ -208,6 +214,85 @@ VerifyReport verify_backend(const Backend& backend) {
                                       "not attempted: the file system of " + s.base + " keeps no inode flags"});
         }
 #endif
+        // Whether the plan of a policy with these dimensions names the gap `key`: a backend names
+        // the gaps of protected and unreadable paths only when there are some.
+        auto named_for = [&](ConfinedSandboxMode m, const std::string& key) {
+            SandboxPolicy with{m, s.ws, std::nullopt, std::nullopt};
+            if (dimensions) dimensions(with);
+            const Expected<ConfinedArgv> plan = backend.confine({self}, with);
+            if (plan)
+                for (const auto& g : plan->enforcementGaps)
+                    if (gap_key(g) == key) return true;
+            return false;
+        };
+        // The dimensions beside the mode, each under a policy that asks for it, judged from here:
+        // a secret's bytes never in the helper's output, a protected file unchanged, and no
+        // connection reaching a listener of the host's.
+        {
+            reset_scratch(s);
+            const std::string secret = s.out + "/secret";
+            write_file(secret, "dsh-confine-verify-secret\n");
+            dimensions = [&](SandboxPolicy& p) { p.unreadablePaths = {secret}; };
+            const posix::EffectRun run = run_confined_effect(mode, {"read", secret}, nullptr);
+            const bool held = run.started && run.output.find("dsh-confine-verify-secret") == std::string::npos;
+            const bool gap = !held && named_for(mode, "unreadable paths");
+            report.effects.push_back({"read an unreadable path (deny_read)", mode_name, true, held, gap,
+                                      held ? "" : gap ? "got through: a named gap (unreadable paths)" : "got through"});
+        }
+        if (mode == ConfinedSandboxMode::WorkspaceWrite) {
+            reset_scratch(s);
+            fs::create_directories(s.ws + "/.git/hooks");
+            const std::string hooks = s.ws + "/.git/hooks";
+            dimensions = [&](SandboxPolicy& p) { p.protectedPaths = {hooks}; };
+            const std::string before = posix::snapshot_tree(s.base);
+            run_confined_effect(mode, {"create", hooks + "/pre-commit"}, nullptr);
+            const bool held = before == posix::snapshot_tree(s.base);
+            const bool gap = !held && named_for(mode, "protected paths");
+            report.effects.push_back({"write a protected path (.git/hooks)", mode_name, true, held, gap,
+                                      held ? "" : gap ? "got through: a named gap (protected paths)" : "got through"});
+        }
+#if defined(__linux__)
+        {
+            reset_scratch(s);
+            dimensions = [](SandboxPolicy& p) { p.network = NetworkPolicy::Deny; };
+            const int tcp = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+            sockaddr_in address{};
+            address.sin_family = AF_INET;
+            address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+            socklen_t length = sizeof address;
+            const bool listening = tcp >= 0 && bind(tcp, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 &&
+                                   listen(tcp, 4) == 0 && getsockname(tcp, reinterpret_cast<sockaddr*>(&address), &length) == 0;
+            const std::string unix_path = s.base + "/host.sock";
+            const int local = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+            sockaddr_un unix_address{};
+            unix_address.sun_family = AF_UNIX;
+            std::snprintf(unix_address.sun_path, sizeof unix_address.sun_path, "%s", unix_path.c_str());
+            const bool unix_listening = local >= 0 && bind(local, reinterpret_cast<sockaddr*>(&unix_address), sizeof unix_address) == 0 &&
+                                        listen(local, 4) == 0;
+            const auto reached = [](int listener) {
+                const int accepted = accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+                if (accepted >= 0) close(accepted);
+                return accepted >= 0;
+            };
+            if (listening) {
+                const posix::EffectRun run =
+                    run_confined_effect(mode, {"connect-tcp", std::to_string(ntohs(address.sin_port))}, nullptr);
+                const bool held = run.started && run.exitCode == 1 && !reached(tcp);
+                report.effects.push_back({"connect to a TCP listener on the host (network deny)", mode_name, true, held,
+                                          false, held ? "" : "got through"});
+            }
+            if (unix_listening) {
+                const posix::EffectRun run = run_confined_effect(mode, {"connect-unix", unix_path}, nullptr);
+                const bool held = run.started && run.exitCode == 1 && !reached(local);
+                report.effects.push_back({"connect to a host daemon's Unix socket (network deny)", mode_name, true, held,
+                                          false, held ? "" : "got through"});
+            }
+            if (tcp >= 0) close(tcp);
+            if (local >= 0) close(local);
+            unlink(unix_path.c_str());
+        }
+#endif
+        dimensions = nullptr;
         if (mode == ConfinedSandboxMode::ReadOnly) {
             reset_scratch(s);
             const std::string before = posix::snapshot_tree(s.base);

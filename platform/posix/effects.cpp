@@ -4,7 +4,9 @@
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <fstream>
@@ -12,6 +14,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -207,8 +210,36 @@ int perform_effect(const std::string& op, const std::vector<std::string>& a) {
 #endif
     if (op == "read" && need(1)) {
         std::ifstream in(a[0], std::ios::binary);
-        if (!in) return refused("read " + a[0]);
+        std::string content;
+        if (!in || !std::getline(in, content)) return refused("read " + a[0]);
+        std::printf("%s\n", content.c_str());  // what was read, for the host to compare
         return 0;
+    }
+    // The network: a TCP connection to a port on 127.0.0.1, and a Unix socket by path.
+    if (op == "connect-tcp" && need(1)) {
+        const int fd = socket(AF_INET, SOCK_STREAM, 0);
+        if (fd < 0) return refused("socket AF_INET");
+        sockaddr_in address{};
+        address.sin_family = AF_INET;
+        address.sin_port = htons(static_cast<std::uint16_t>(std::atoi(a[0].c_str())));
+        address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        const int rc = connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
+        const int error = errno;
+        close(fd);
+        errno = error;
+        return rc == 0 ? 0 : refused("connect 127.0.0.1:" + a[0]);
+    }
+    if (op == "connect-unix" && need(1)) {
+        const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+        if (fd < 0) return refused("socket AF_UNIX");
+        sockaddr_un address{};
+        address.sun_family = AF_UNIX;
+        std::snprintf(address.sun_path, sizeof address.sun_path, "%s", a[0].c_str());
+        const int rc = connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
+        const int error = errno;
+        close(fd);
+        errno = error;
+        return rc == 0 ? 0 : refused("connect " + a[0]);
     }
     if (op == "tiocsti") {
         char byte = 'X';
