@@ -95,11 +95,19 @@ std::vector<std::string> find_protected_paths(const std::vector<std::string>& ro
         const auto gitdir = gitdir_of(root);
         if (!gitdir) continue;
         const auto common = commondir_of(*gitdir);
+        bool git_patterns = false;
         for (const auto& pattern : patterns) {
             if (pattern.rfind(".git/", 0) != 0) continue;
+            git_patterns = true;
             const std::string rest = pattern.substr(5);
             add_if_present(*gitdir / rest);
             if (common) add_if_present(*common / rest);
+        }
+        // The `.git` file and the gitdir's `commondir` say where git takes its config and hooks
+        // from: rewritten, they would point the caller's next git at a directory the command made.
+        if (git_patterns) {
+            add_if_present(fs::path(root) / ".git");
+            add_if_present(*gitdir / "commondir");
         }
     }
     std::sort(found.begin(), found.end());

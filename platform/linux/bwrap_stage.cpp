@@ -193,8 +193,11 @@ bool hide(const std::string& path, std::string& why) {
         why = errno_text(path);
         return false;
     }
+    // A hidden file is the tmpfs's one file, made in a root directory the stage can write: a root
+    // caller's stage holds no CAP_DAC_OVERRIDE, so it could not create it inside a mode-000 one.
+    // Only that file is mounted then; a hidden directory gets the mode-000 root itself.
     Fd fs(fsopen("tmpfs", FSOPEN_CLOEXEC));
-    if (!fs || fsconfig(fs.get(), FSCONFIG_SET_STRING, "mode", "0", 0) != 0 ||
+    if (!fs || fsconfig(fs.get(), FSCONFIG_SET_STRING, "mode", S_ISDIR(st.st_mode) ? "0" : "0700", 0) != 0 ||
         fsconfig(fs.get(), FSCONFIG_SET_STRING, "size", "4k", 0) != 0 ||
         fsconfig(fs.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) != 0) {
         why = errno_text("tmpfs to hide " + path);

@@ -134,6 +134,51 @@ TEST_F(JsonSchema, SessionShowBeforeAndAfterAModeEvent) {
     EXPECT_TRUE(Valid(schema("session.schema.json"), output({"session", "show", "s1"})));
 }
 
+// Every dimension beside the mode, from the command line and from the configuration.
+TEST_F(JsonSchema, PolicyWithEveryDimension) {
+    fs::create_directories(scratch / "extra");
+    fs::create_directories(scratch / "from-config");
+    e2e::write_file(scratch / "secret", "x\n");
+    const std::string file = config("[sandbox]\nwritable_roots = [\"" + (scratch / "from-config") +
+                                    "\"]\nprotected_paths = [\".git/hooks\", \".envrc\"]\ndeny_read = [\"" +
+                                    (scratch / "secret") + "\", \"" + (scratch / "missing") + "\"]\nnetwork = \"deny\"\n");
+    const std::string from_config = output({"policy", "--config", file, "--mode", "workspace-write"});
+    const ordered_json parsed = ordered_json::parse(from_config);
+    EXPECT_EQ(parsed["writableRoots"], ordered_json::array({scratch / "from-config"})) << from_config;
+    EXPECT_EQ(parsed["protectedPaths"], ordered_json::array({".git/hooks", ".envrc"})) << from_config;
+    EXPECT_EQ(parsed["unreadablePaths"], ordered_json::array({scratch / "missing", scratch / "secret"})) << from_config;
+    EXPECT_EQ(parsed["network"], "deny") << from_config;
+    EXPECT_TRUE(Valid(schema("policy.schema.json"), from_config));
+
+    const std::string flags = output({"policy", "--config", file, "--mode", "workspace-write", "--writable-root",
+                                      scratch / "extra", "--deny-read", scratch / "secret", "--network", "allow"});
+    EXPECT_TRUE(contains(flags, "\"writableRoots\":[\"" + (scratch / "extra") + "\"]")) << flags;
+    EXPECT_TRUE(contains(flags, "\"network\":\"allow\"")) << flags;
+    EXPECT_TRUE(Valid(schema("policy.schema.json"), flags));
+    EXPECT_TRUE(contains(output({"policy"}), "\"writableRoots\":[],\"protectedPaths\":[\".git/hooks\",\".git/config\"],"
+                                              "\"unreadablePaths\":[],\"network\":\"allow\"}"));
+}
+
+TEST_F(JsonSchema, SessionShowWithWritableRootsAndNetworkEvents) {
+    fs::create_directories(scratch / "extra");
+    output({"session", "start", "s1", "--cwd", scratch / "ws", "--writable-root", scratch / "extra"});
+    const std::string started = output({"session", "show", "s1"});
+    EXPECT_TRUE(contains(started, "\"writableRoots\":[\"" + (scratch / "extra") + "\"],\"network\":null")) << started;
+    EXPECT_TRUE(Valid(schema("session.schema.json"), started));
+    output({"session", "network", "s1", "deny"});
+    output({"session", "mode", "s1", "workspace-write"});
+    const std::string shown = output({"session", "show", "s1"});
+    const ordered_json parsed = ordered_json::parse(shown);
+    EXPECT_EQ(parsed["network"], "deny") << shown;
+    ASSERT_EQ(parsed["events"].size(), 2u) << shown;
+    EXPECT_EQ(parsed["events"][0]["type"], "sandbox/network") << shown;
+    EXPECT_EQ(parsed["events"][1]["type"], "sandbox/mode") << shown;
+    EXPECT_TRUE(Valid(schema("session.schema.json"), shown));
+    const std::string policy = output({"policy", "--session", "s1"});
+    EXPECT_TRUE(contains(policy, "\"network\":\"deny\"")) << policy;
+    EXPECT_TRUE(Valid(schema("policy.schema.json"), policy));
+}
+
 // --- the plan ---------------------------------------------------------------------------
 
 TEST_F(JsonSchema, PlanConfinedByBwrap) {
@@ -160,6 +205,35 @@ TEST_F(JsonSchema, PlanConfinedByLandlockHasGaps) {
         EXPECT_TRUE(Valid(schema("plan.schema.json"), plan));
         EXPECT_TRUE(Valid(schema("plan.schema.json", "/$defs/confinedPlan"), plan));
     }
+}
+
+// A plan with every dimension: an extra root, a repository's protected paths, an unreadable
+// file, the network denied. Under Landlock the protected and unreadable paths are gaps.
+TEST_F(JsonSchema, PlanWithEveryDimension) {
+    fs::create_directories(scratch / "ws/.git/hooks");
+    e2e::write_file(scratch / "ws/.git/config", "");
+    fs::create_directories(scratch / "extra");
+    e2e::write_file(scratch / "secret", "x\n");
+    bool any = false;
+    for (const char* backend : {"bwrap", "landlock"}) {
+        const e2e::Result r = dsh({"--print", "--backend", backend, "--mode", "workspace-write", "--writable-root",
+                                   scratch / "extra", "--deny-read", scratch / "secret", "--network", "deny", "--", "true"});
+        if (r.status != 0) continue;  // not usable here
+        any = true;
+        const ordered_json plan = ordered_json::parse(r.out);
+        EXPECT_EQ(plan["protectedPaths"], ordered_json::array({scratch / "ws/.git/config", scratch / "ws/.git/hooks"})) << r.out;
+        EXPECT_EQ(plan["unreadablePaths"], ordered_json::array({scratch / "secret"})) << r.out;
+        EXPECT_EQ(plan["network"], "deny") << r.out;
+        EXPECT_EQ(plan["policy"]["network"], "deny") << r.out;
+        EXPECT_TRUE(contains(r.out, "\"" + (scratch / "extra") + "\"")) << r.out;
+        EXPECT_TRUE(contains(r.out, "\"operation not permitted\"")) << r.out;
+        EXPECT_TRUE(Valid(schema("plan.schema.json", "/$defs/confinedPlan"), r.out));
+        EXPECT_TRUE(Valid(schema("plan.schema.json"), r.out));
+    }
+    E2E_REQUIRE(any, "no backend can confine here");
+    // Unconfined: the lists are empty and the network is not governed.
+    const std::string unconfined = output({"--print", "--mode", "danger-full-access", "--", "true"});
+    EXPECT_TRUE(contains(unconfined, "\"protectedPaths\":[],\"unreadablePaths\":[],\"network\":null")) << unconfined;
 }
 
 TEST_F(JsonSchema, PlanUnconfined) {
@@ -336,6 +410,13 @@ TEST_F(JsonSchema, ARenamedOrRetypedFieldFails) {
     output({"session", "start", "s1", "--cwd", scratch / "ws"});
     const ordered_json session = ordered_json::parse(output({"session", "show", "s1"}));
     EXPECT_TRUE(Invalid(schema("session.schema.json"), renamed(session, "sessionId", "id").dump()));
+    EXPECT_TRUE(Invalid(schema("session.schema.json"), renamed(session, "writableRoots", "roots").dump()));
+
+    const ordered_json policy = ordered_json::parse(output({"policy"}));
+    EXPECT_TRUE(Invalid(schema("policy.schema.json"), renamed(policy, "unreadablePaths", "denyRead").dump()));
+    ordered_json network = policy;
+    network["network"] = "maybe";
+    EXPECT_TRUE(Invalid(schema("policy.schema.json"), network.dump()));
 }
 
 }  // namespace

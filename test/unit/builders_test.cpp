@@ -537,5 +537,103 @@ TEST(LandlockDialect, ExtraInformationalLineIsExcluded) {
               Verdict::RunnerFailure);
 }
 
+// --- the dimensions beside the mode ---------------------------------------------------------
+
+SandboxPolicy dimensions_policy(ConfinedSandboxMode mode, NetworkPolicy network = NetworkPolicy::Deny) {
+    SandboxPolicy policy = policy_of(mode);
+    if (mode == ConfinedSandboxMode::WorkspaceWrite) {
+        policy.writableRoots = {"/home/u/extra"};
+        policy.protectedPaths = {"/home/u/ws/.git/config", "/home/u/ws/.git/hooks"};
+    }
+    policy.unreadablePaths = {"/home/u/.ssh"};
+    policy.network = network;
+    return policy;
+}
+
+Argv dimensions_argv(ConfinedSandboxMode mode, NetworkPolicy network = NetworkPolicy::Deny) {
+    bwrap::Layout layout = layout_of();
+    if (mode == ConfinedSandboxMode::ReadOnly) layout.privateTemp = layout.tempDirId = "";
+    else layout.writableRootIds = {"2049:33"};
+    return bwrap::build_argv(layout, kCommand, dimensions_policy(mode, network));
+}
+
+TEST(BwrapDimensions, AnExtraRootIsStagedAndMovedLikeTheWorkspace) {
+    const Argv argv = dimensions_argv(ConfinedSandboxMode::WorkspaceWrite);
+    EXPECT_TRUE(has(runner_options(argv), {"--bind", "/home/u/extra", "/dev/.dsh-confine/1"}));
+    EXPECT_TRUE(has(stage_options(argv), {"--root", "2049:33@/home/u/extra"}));
+    EXPECT_EQ(bwrap::writable_roots(dimensions_policy(ConfinedSandboxMode::WorkspaceWrite), layout_of())[1], "/home/u/extra");
+}
+
+TEST(BwrapDimensions, ProtectedPathsAreTheStagesToBindInWorkspaceWriteOnly) {
+    const Argv stage = stage_options(dimensions_argv(ConfinedSandboxMode::WorkspaceWrite));
+    EXPECT_TRUE(has(stage, {"--protect", "/home/u/ws/.git/config", "--protect", "/home/u/ws/.git/hooks"}));
+    const Argv read_only = stage_options(dimensions_argv(ConfinedSandboxMode::ReadOnly));
+    EXPECT_EQ(std::count(read_only.begin(), read_only.end(), "--protect"), 0);
+}
+
+TEST(BwrapDimensions, UnreadablePathsAreHiddenByTheStageInEveryMode) {
+    for (ConfinedSandboxMode mode : {ConfinedSandboxMode::ReadOnly, ConfinedSandboxMode::WorkspaceWrite}) {
+        const Argv argv = dimensions_argv(mode);
+        EXPECT_TRUE(has(stage_options(argv), {"--hide", "/home/u/.ssh"}));
+        // The stage mounts, so it remounts /proc itself (after its own uid map, unprivileged).
+        EXPECT_FALSE(has(runner_options(argv), {"--remount-ro", "/proc"}));
+    }
+}
+
+TEST(BwrapDimensions, ADeniedNetworkIsANewNamespaceAndTheStagesFilter) {
+    const Argv denied = dimensions_argv(ConfinedSandboxMode::ReadOnly);
+    EXPECT_TRUE(has(runner_options(denied), {"--unshare-net"}));
+    EXPECT_TRUE(has(stage_options(denied), {"--network", "deny"}));
+    const Argv allowed = dimensions_argv(ConfinedSandboxMode::ReadOnly, NetworkPolicy::Allow);
+    EXPECT_FALSE(has(runner_options(allowed), {"--unshare-net"}));
+    EXPECT_FALSE(has(stage_options(allowed), {"--network", "deny"}));
+}
+
+TEST(LandlockDimensions, TcpIsHandledFromAbiFourWhenTheNetworkIsDenied) {
+    const std::uint64_t tcp = landlock::net_access::BindTcp | landlock::net_access::ConnectTcp;
+    EXPECT_EQ(landlock::handled_net_access(3, true), 0u);
+    EXPECT_EQ(landlock::handled_net_access(4, true), tcp);
+    EXPECT_EQ(landlock::handled_net_access(7, true), tcp);
+    EXPECT_EQ(landlock::handled_net_access(7, false), 0u);
+}
+
+TEST(LandlockDimensions, SignalsAreAlwaysScopedAndAbstractSocketsWhenDeniedFromAbiSix) {
+    EXPECT_EQ(landlock::scoped(5, true), 0u);
+    EXPECT_EQ(landlock::scoped(6, false), landlock::scope::Signal);
+    EXPECT_EQ(landlock::scoped(6, true), landlock::scope::Signal | landlock::scope::AbstractUnixSocket);
+}
+
+TEST(LandlockDimensions, GapsNameTheSignalsBeforeAbiSixAndEveryPathItCannotKeep) {
+    const Argv old_abi = landlock::enforcement_gaps(5, dimensions_policy(ConfinedSandboxMode::ReadOnly));
+    EXPECT_TRUE(any_gap_starts_with(old_abi, "signals:"));
+    const Argv gaps = landlock::enforcement_gaps(6, dimensions_policy(ConfinedSandboxMode::WorkspaceWrite));
+    EXPECT_FALSE(any_gap_starts_with(gaps, "signals:"));
+    const auto named = [&](const std::string& key, const std::string& path) {
+        for (const auto& gap : gaps)
+            if (gap.rfind(key + ":", 0) == 0 && gap.find(path) != std::string::npos) return true;
+        return false;
+    };
+    EXPECT_TRUE(named("protected paths", "/home/u/ws/.git/config"));
+    EXPECT_TRUE(named("protected paths", "/home/u/ws/.git/hooks"));
+    EXPECT_TRUE(named("unreadable paths", "/home/u/.ssh"));
+    // Nothing is writable in read-only, so nothing needs protecting there.
+    EXPECT_FALSE(any_gap_starts_with(landlock::enforcement_gaps(6, dimensions_policy(ConfinedSandboxMode::ReadOnly)),
+                                     "protected paths:"));
+}
+
+TEST(LandlockDimensions, RunnerArgvCarriesTheExtraRootsAndTheNetwork) {
+    landlock::RunnerArgs args = landlock::runner_args(dimensions_policy(ConfinedSandboxMode::WorkspaceWrite), 1000);
+    EXPECT_EQ(args.writableRoots, Argv{"/home/u/extra"});
+    EXPECT_TRUE(args.denyNetwork);
+    args.writableRoots = {"2049:33@/home/u/extra"};
+    const Argv argv = landlock::build_argv("/r", args, {"true"});
+    EXPECT_TRUE(has(argv, {"--writable-root", "2049:33@/home/u/extra"}));
+    EXPECT_TRUE(has(argv, {"--network", "deny"}));
+    const Argv roots = landlock::writable_roots(args);
+    EXPECT_NE(std::find(roots.begin(), roots.end(), "/home/u/extra"), roots.end());
+    // A read-only call is given no extra root.
+    EXPECT_TRUE(landlock::runner_args(dimensions_policy(ConfinedSandboxMode::ReadOnly), 1000).writableRoots.empty());
+}
+
 }  // namespace
 }  // namespace dsh

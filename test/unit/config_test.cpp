@@ -257,6 +257,47 @@ TEST(ParseConfig, SyntaxErrorNamesFileLineAndColumn) {
     EXPECT_TRUE(starts_with(e.what(), "broken.toml:2:16: ")) << e.what();
 }
 
+// --- the dimensions beside the mode ---------------------------------------------------------
+
+TEST(ParseConfig, TheDimensionKeysAreRead) {
+    const Config config = parse_config("[sandbox]\nwritable_roots = ['" + kRoot + "', '~/cache']\n"
+                                       "protected_paths = ['.git/hooks', '.envrc']\ndeny_read = ['~/.ssh']\n"
+                                       "network = 'deny'\nallow_broad_roots = true\n",
+                                       "cfg.toml");
+    EXPECT_EQ(config.writableRoots, (std::vector<std::string>{kRoot, "~/cache"}));
+    EXPECT_EQ(config.protectedPaths, (std::vector<std::string>{".git/hooks", ".envrc"}));
+    EXPECT_EQ(config.denyRead, std::vector<std::string>{"~/.ssh"});
+    EXPECT_EQ(config.network, NetworkPolicy::Deny);
+    EXPECT_TRUE(config.allowBroadRoots);
+    const Config none = parse_config("", "cfg.toml");
+    EXPECT_FALSE(none.writableRoots || none.protectedPaths || none.denyRead || none.network || none.allowBroadRoots);
+    EXPECT_EQ(parse_config("[sandbox]\nprotected_paths = []\n", "cfg.toml").protectedPaths, std::vector<std::string>{});
+}
+
+TEST(ParseConfig, ARelativeWritableRootOrDeniedPathIsAnError) {
+    Error e = config_error("[sandbox]\nwritable_roots = [\"build\"]\n");
+    EXPECT_TRUE(starts_with(e.what(), "cfg.toml:2:")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "'build' must be an absolute path or start with ~/")) << e.what();
+    e = config_error("[sandbox]\ndeny_read = [\"~user/.ssh\"]\n");
+    EXPECT_TRUE(contains(e.what(), "deny_read: '~user/.ssh' must be an absolute path or start with ~/")) << e.what();
+}
+
+TEST(ParseConfig, AProtectedPathMustStayInsideEachRoot) {
+    for (const char* path : {"../x", ".git/../../x", "/etc/passwd", "~/x", ""}) {
+        const Error e = config_error(std::string("[sandbox]\nprotected_paths = [\"") + path + "\"]\n");
+        EXPECT_TRUE(contains(e.what(), "must be a relative path inside each writable root")) << path << ": " << e.what();
+    }
+}
+
+TEST(ParseConfig, TheNetworkIsAllowOrDeny) {
+    const Error e = config_error("[sandbox]\nnetwork = \"off\"\n");
+    EXPECT_TRUE(starts_with(e.what(), "cfg.toml:2:11: ")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "network 'off' must be allow or deny")) << e.what();
+    EXPECT_TRUE(contains(config_error("[sandbox]\nnetwork = false\n").what(), "must be a string")) ;
+    EXPECT_TRUE(contains(config_error("[sandbox]\nallow_broad_roots = \"yes\"\n").what(), "must be a boolean"));
+    EXPECT_TRUE(contains(config_error("[sandbox]\nwritable_roots = \"/srv\"\n").what(), "must be an array of strings"));
+}
+
 TEST(LoadConfig, NoFileGivesBuiltInDefaults) {
     const Config config = load_config(ConfigLookup{});
     EXPECT_EQ(config.source, "<built-in>");

@@ -3,6 +3,7 @@
 // fail-closed end with every candidate's reason, and --require-full.
 #include "lib/confine.hpp"
 
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
@@ -12,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "fakes.hpp"
+#include "temp_dir.hpp"
 
 #include "lib/error.hpp"
 
@@ -323,6 +325,119 @@ TEST_F(ConfineOwnPaths, KeptDescriptorsReachTheBackendSortedAndOnce) {
     ASSERT_TRUE(backend->lastPolicy.has_value());
     EXPECT_EQ(backend->lastPolicy->keepFds, (std::vector<int>{3, 7}));
 }
+
+// --- broad roots and protected paths --------------------------------------------------------
+
+TEST(BroadRoot, SlashTheHomeDirectoryAndItsAncestorsAreBroad) {
+    const std::optional<std::string> home = "/home/u";
+    EXPECT_TRUE(broad_root("/", home));
+    EXPECT_TRUE(broad_root("/home/u", home));
+    EXPECT_TRUE(broad_root("/home", home));
+    EXPECT_FALSE(broad_root("/home/u/src", home));
+    EXPECT_FALSE(broad_root("/home/u2", home));
+    EXPECT_FALSE(broad_root("/srv", home));
+    EXPECT_TRUE(broad_root("/", std::nullopt));
+    EXPECT_FALSE(broad_root("/home", std::nullopt));
+}
+
+TEST_F(Confine, ABroadRootIsRefusedBeforeAnyBackendUnlessOptedIn) {
+    factory.add("bwrap");
+    ConfineHost h = host();
+    h.home = "/ws/home";
+    error_of(code::BroadRoot, [&] { confine_call(request(SandboxMode::WorkspaceWrite), config, h); });
+    ConfineRequest extra = request(SandboxMode::WorkspaceWrite);
+    extra.policy.workspaceRoot = "/srv/ws";
+    extra.policy.writableRoots = {"/"};
+    const std::string message = error_of(code::BroadRoot, [&] { confine_call(extra, config, h); });
+    EXPECT_NE(message.find("the writable root / is the whole file system"), std::string::npos) << message;
+    EXPECT_EQ(factory.made, 0);
+    // Read-only writes nothing: no root is too broad to read.
+    EXPECT_TRUE(confine_call(request(SandboxMode::ReadOnly), config, h).plan.has_value());
+    ConfineRequest opted = request(SandboxMode::WorkspaceWrite);
+    opted.allowBroadRoots = true;
+    EXPECT_TRUE(confine_call(opted, config, h).plan.has_value());
+}
+
+// Protected paths are found on the file system as bubblewrap will see them: POSIX paths.
+#if !defined(_WIN32)
+namespace fs = std::filesystem;
+
+class ProtectedPathsFound : public ::testing::Test {
+protected:
+    unit::TempDir tmp;
+    const std::vector<std::string> defaults = {".git/hooks", ".git/config"};
+};
+
+TEST_F(ProtectedPathsFound, ThoseThatExistAtARootsTopLevel) {
+    const std::string ws = tmp.dir("ws");
+    tmp.dir("ws/.git/hooks");
+    tmp.dir("ws/sub/.git/hooks");  // a nested repository: not looked for
+    EXPECT_EQ(find_protected_paths({ws}, defaults), std::vector<std::string>{ws + "/.git/hooks"});
+    tmp.file("ws/.git/config", "");
+    EXPECT_EQ(find_protected_paths({ws}, defaults), (std::vector<std::string>{ws + "/.git/config", ws + "/.git/hooks"}));
+    EXPECT_TRUE(find_protected_paths({ws}, {}).empty());
+}
+
+TEST_F(ProtectedPathsFound, ASymlinkIsNotOne) {
+    const std::string ws = tmp.dir("ws");
+    tmp.dir("ws/.git");
+    tmp.file("elsewhere", "");
+    fs::create_symlink(tmp.path("elsewhere"), ws + "/.git/config");
+    EXPECT_TRUE(find_protected_paths({ws}, defaults).empty());
+}
+
+TEST_F(ProtectedPathsFound, AGitFileBringsItsGitDirCommonDirAndItself) {
+    const std::string ws = tmp.dir("wt");
+    const std::string common = tmp.dir("main/.git");
+    tmp.dir("main/.git/hooks");
+    tmp.file("main/.git/config", "");
+    tmp.dir("main/.git/worktrees/wt");
+    tmp.file("main/.git/worktrees/wt/commondir", "../..\n");
+    tmp.file("wt/.git", "gitdir: " + common + "/worktrees/wt\n");
+    // The repository's git directory outside every root: only the `.git` file is in reach.
+    EXPECT_EQ(find_protected_paths({ws}, defaults), std::vector<std::string>{ws + "/.git"});
+    EXPECT_EQ(find_protected_paths({ws, common}, defaults),
+              (std::vector<std::string>{common + "/config", common + "/hooks", common + "/worktrees/wt/commondir", ws + "/.git"}));
+    // Without a `.git/...` pattern, none of it.
+    EXPECT_TRUE(find_protected_paths({ws, common}, {".envrc"}).empty());
+}
+
+TEST_F(ProtectedPathsFound, ARelativeGitDirIsTakenFromTheFilesDirectory) {
+    const std::string ws = tmp.dir("sep");
+    const std::string store = tmp.dir("store");
+    tmp.dir("store/gd/hooks");
+    tmp.file("sep/.git", "gitdir: ../store/gd\n");
+    EXPECT_EQ(find_protected_paths({ws, store}, defaults), (std::vector<std::string>{ws + "/.git", store + "/gd/hooks"}));
+}
+
+TEST_F(Confine, ProtectedPathsAreLookedForInWorkspaceWriteOnly) {
+    unit::TempDir tmp;
+    const std::string ws = tmp.dir("ws");
+    tmp.dir("ws/.git/hooks");
+    auto backend = factory.add("bwrap");
+    ConfineRequest r = request(SandboxMode::WorkspaceWrite);
+    r.policy.workspaceRoot = ws;
+    confine_call(r, config, host());
+    ASSERT_TRUE(backend->lastPolicy.has_value());
+    EXPECT_EQ(backend->lastPolicy->protectedPaths, std::vector<std::string>{ws + "/.git/hooks"});
+    r.policy.mode = SandboxMode::ReadOnly;
+    confine_call(r, config, host());
+    EXPECT_TRUE(backend->lastPolicy->protectedPaths.empty());
+}
+
+TEST_F(Confine, OnlyUnreadablePathsThatExistReachTheBackend) {
+    unit::TempDir tmp;
+    const std::string secret = tmp.file("secret", "x");
+    auto backend = factory.add("bwrap");
+    ConfineRequest r = request(SandboxMode::ReadOnly);
+    r.policy.unreadablePaths = {secret, tmp.path("missing")};
+    r.policy.network = NetworkPolicy::Deny;
+    confine_call(r, config, host());
+    ASSERT_TRUE(backend->lastPolicy.has_value());
+    EXPECT_EQ(backend->lastPolicy->unreadablePaths, std::vector<std::string>{secret});
+    EXPECT_EQ(backend->lastPolicy->network, NetworkPolicy::Deny);
+}
+#endif
 
 }  // namespace
 }  // namespace dsh

@@ -264,5 +264,38 @@ TEST_F(SessionCwdIdentity, ARecordWithoutIdentityIsRefused) {
     }
 }
 
+// A session's writable roots are as immutable as its cwd.
+class SessionRootIdentity : public SessionCwdIdentity {
+protected:
+    const std::string extra = tmp.dir("extra");
+    SessionRootIdentity() {
+        identity.ids[extra] = "1:300";
+        Sessions(storage, &identity).start("s3", cwd, {extra});
+    }
+    std::string code_of_resolve_s3() {
+        SandboxPolicyService service(Config{}, &storage, [this] { return cwd; }, {}, &identity);
+        SandboxPolicyRequest request;
+        request.sessionId = "s3";
+        try {
+            EXPECT_EQ(service.resolve(request).writableRoots, std::vector<std::string>{extra});
+        } catch (const Error& e) {
+            return e.code();
+        }
+        return "";
+    }
+};
+
+TEST_F(SessionRootIdentity, TheRecordedRootIsUsed) { EXPECT_EQ(code_of_resolve_s3(), ""); }
+
+TEST_F(SessionRootIdentity, AReplacedRootIsSessionCwdChanged) {
+    identity.ids[extra] = "1:301";
+    EXPECT_EQ(code_of_resolve_s3(), code::SessionCwdChanged);
+}
+
+TEST_F(SessionRootIdentity, ARootReachedThroughASymlinkIsSessionCwdChanged) {
+    identity.ids.erase(extra);
+    EXPECT_EQ(code_of_resolve_s3(), code::SessionCwdChanged);
+}
+
 }  // namespace
 }  // namespace dsh

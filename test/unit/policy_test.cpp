@@ -162,6 +162,86 @@ TEST_F(ResolvePolicy, MissingSessionCwdIsAnError) {
     EXPECT_TRUE(contains(message, "does not exist")) << message;
 }
 
+// --- the dimensions beside the mode ---------------------------------------------------------
+
+TEST_F(ResolvePolicy, WritableRootsComeFromTheRequestThenTheSessionThenTheConfig) {
+    const std::string a = tmp.dir("a"), b = tmp.dir("b"), c = tmp.dir("c");
+    Config config;
+    config.writableRoots = std::vector<std::string>{c};
+    SessionPolicyView session{sessionCwd, std::nullopt};
+    session.writableRoots = {b};
+    SandboxPolicyRequest request;
+    request.writableRoots = std::vector<std::string>{a, a + "/."};
+    EXPECT_EQ(resolve_policy(request, session, config, processCwd).writableRoots, std::vector<std::string>{a});
+    EXPECT_EQ(resolve_policy({}, session, config, processCwd).writableRoots, std::vector<std::string>{b});
+    EXPECT_EQ(resolve_policy({}, std::nullopt, config, processCwd).writableRoots, std::vector<std::string>{c});
+    EXPECT_TRUE(resolve_policy({}, std::nullopt, Config{}, processCwd).writableRoots.empty());
+}
+
+TEST_F(ResolvePolicy, AWritableRootMustBeAnExistingDirectory) {
+    SandboxPolicyRequest request;
+    request.writableRoots = std::vector<std::string>{tmp.path("missing")};
+    EXPECT_TRUE(contains(workspace_root_error([&] { resolve_policy(request, std::nullopt, Config{}, processCwd); }),
+                         "--writable-root"));
+    request.writableRoots = std::vector<std::string>{tmp.file("file", "x")};
+    EXPECT_TRUE(contains(workspace_root_error([&] { resolve_policy(request, std::nullopt, Config{}, processCwd); }),
+                         "is not a directory"));
+}
+
+TEST_F(ResolvePolicy, ConfigPathsUnderTheHomeDirectoryAreExpanded) {
+    const std::string extra = tmp.dir("home/extra");
+    Config config;
+    config.writableRoots = std::vector<std::string>{"~/extra"};
+    config.denyRead = std::vector<std::string>{"~/.ssh"};
+    SandboxPolicyRequest request;
+    request.home = tmp.path("home");
+    const auto policy = resolve_policy(request, std::nullopt, config, processCwd);
+    EXPECT_EQ(policy.writableRoots, std::vector<std::string>{extra});
+    EXPECT_EQ(policy.unreadablePaths, std::vector<std::string>{(fs::path(tmp.path("home")) / ".ssh").string()});
+    try {
+        resolve_policy({}, std::nullopt, config, processCwd);
+        ADD_FAILURE() << "~/ was expanded without a home directory";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), "CONFIG");
+    }
+}
+
+TEST_F(ResolvePolicy, UnreadablePathsAreAbsoluteCanonicalAndOnce) {
+    const std::string secret = tmp.file("secret", "x");
+    SandboxPolicyRequest request;
+    request.unreadablePaths = std::vector<std::string>{secret, tmp.root() + "/./secret", tmp.path("missing")};
+    const auto policy = resolve_policy(request, std::nullopt, Config{}, processCwd);
+    EXPECT_EQ(policy.unreadablePaths, (std::vector<std::string>{tmp.path("missing"), secret}));
+    request.unreadablePaths = std::vector<std::string>{"secret"};
+    try {
+        resolve_policy(request, std::nullopt, Config{}, processCwd);
+        ADD_FAILURE() << "a relative --deny-read was accepted";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), "USAGE");
+    }
+}
+
+TEST_F(ResolvePolicy, NetworkComesFromTheRequestThenTheSessionThenTheConfig) {
+    Config config;
+    config.network = NetworkPolicy::Deny;
+    SessionPolicyView session{sessionCwd, std::nullopt};
+    session.lastNetwork = NetworkPolicy::Allow;
+    SandboxPolicyRequest request;
+    request.network = NetworkPolicy::Deny;
+    EXPECT_EQ(resolve_policy(request, session, Config{}, processCwd).network, NetworkPolicy::Deny);
+    EXPECT_EQ(resolve_policy({}, session, config, processCwd).network, NetworkPolicy::Allow);
+    EXPECT_EQ(resolve_policy({}, std::nullopt, config, processCwd).network, NetworkPolicy::Deny);
+    EXPECT_EQ(resolve_policy({}, std::nullopt, Config{}, processCwd).network, NetworkPolicy::Allow);
+}
+
+TEST_F(ResolvePolicy, ProtectedPathsComeFromTheConfigElseTheGitDefaults) {
+    EXPECT_EQ(resolve_policy({}, std::nullopt, Config{}, processCwd).protectedPaths,
+              (std::vector<std::string>{".git/hooks", ".git/config"}));
+    Config config;
+    config.protectedPaths = std::vector<std::string>{};
+    EXPECT_TRUE(resolve_policy({}, std::nullopt, config, processCwd).protectedPaths.empty());
+}
+
 TEST(IsAbsolutePath, FollowsTheHostsRules) {
     EXPECT_FALSE(is_absolute_path(""));
     EXPECT_FALSE(is_absolute_path("relative/dir"));

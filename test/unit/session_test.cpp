@@ -255,5 +255,52 @@ TEST_F(SessionsTest, TempDirComesFromTheStorage) {
     EXPECT_EQ(sessions.temp_dir("s1"), "/fake/tmp/s1");
 }
 
+// --- writable roots and the network -------------------------------------------------------
+
+TEST(ParseSessionLog, NetworkEventsAreReadBesideModeEventsInOrder) {
+    const std::string log = encode_mode_event(SandboxMode::WorkspaceWrite, "t1") + encode_network_event(NetworkPolicy::Deny, "t2");
+    EXPECT_EQ(encode_network_event(NetworkPolicy::Deny, "t2"), "{\"type\":\"sandbox/network\",\"network\":\"deny\",\"at\":\"t2\"}\n");
+    const ParsedLog parsed = parse_session_log(log, "s1");
+    ASSERT_EQ(parsed.networkEvents.size(), 1u);
+    EXPECT_EQ(parsed.networkEvents[0].network, NetworkPolicy::Deny);
+    ASSERT_EQ(parsed.timeline.size(), 2u);
+    EXPECT_EQ(parsed.timeline[0].type, "sandbox/mode");
+    EXPECT_EQ(parsed.timeline[1].type, "sandbox/network");
+    EXPECT_EQ(parsed.events.size(), 1u);
+}
+
+TEST(ParseSessionLog, ANetworkEventWithAnUnknownValueIsAnError) {
+    session_error([] { parse_session_log("{\"type\":\"sandbox/network\",\"network\":\"maybe\"}\n", "s1"); });
+}
+
+TEST_F(SessionsTest, TheLastNetworkEventWins) {
+    sessions.start("s1", cwd);
+    EXPECT_EQ(sessions.show("s1").last_network(), std::nullopt);
+    sessions.set_network("s1", NetworkPolicy::Deny, "t1");
+    sessions.set_network("s1", NetworkPolicy::Allow, "t2");
+    EXPECT_EQ(sessions.show("s1").last_network(), NetworkPolicy::Allow);
+    session_error([&] { sessions.set_network("nobody", NetworkPolicy::Deny, "t1"); });
+}
+
+TEST_F(SessionsTest, WritableRootsAreRecordedCanonicalAndImmutable) {
+    const std::string a = tmp.dir("a"), b = tmp.dir("b");
+    ASSERT_TRUE(sessions.start("s1", cwd, {b, a, a + "/."}));
+    EXPECT_EQ(sessions.show("s1").writableRoots, (std::vector<std::string>{a, b}));
+    EXPECT_FALSE(sessions.start("s1", cwd, {a, b}));
+    EXPECT_TRUE(contains(session_error([&] { sessions.start("s1", cwd, {a}); }), "immutable"));
+    EXPECT_TRUE(contains(session_error([&] { sessions.start("s1", cwd); }), "immutable"));
+    EXPECT_EQ(sessions.show("s1").writableRoots, (std::vector<std::string>{a, b}));
+}
+
+TEST_F(SessionsTest, AMissingWritableRootIsAWorkspaceRootErrorAndRecordsNothing) {
+    try {
+        sessions.start("s1", cwd, {tmp.path("missing")});
+        FAIL() << "a missing writable root was accepted";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.code(), "WORKSPACE_ROOT");
+    }
+    EXPECT_TRUE(storage.records.empty());
+}
+
 }  // namespace
 }  // namespace dsh
