@@ -64,10 +64,10 @@ std::vector<std::string> enforcement_gaps(int abi, const SandboxPolicy& policy) 
     };
     if (policy.mode == ConfinedSandboxMode::WorkspaceWrite && !policy.protectedPaths.empty())
         gaps.push_back("protected paths: Landlock cannot take write access back inside a granted root, so " +
-                       join(policy.protectedPaths) + " stay writable");
+                       join(policy.protectedPaths) + " remain writable");
     if (!policy.unreadablePaths.empty())
         gaps.push_back("unreadable paths: Landlock cannot take read access back from the readable host, so " +
-                       join(policy.unreadablePaths) + " stay readable");
+                       join(policy.unreadablePaths) + " remain readable");
     return gaps;
 }
 

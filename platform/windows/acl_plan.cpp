@@ -218,10 +218,10 @@ std::vector<std::string> enforcement_gaps(const SandboxPolicy& policy) {
                        "(a firewall rule); the command can still connect and listen");
     if (policy.mode == ConfinedSandboxMode::WorkspaceWrite && !policy.protectedPaths.empty())
         gaps.push_back("protected paths: the workspace's ACL grant is inherited below it, so " + join(policy.protectedPaths) +
-                       " stay writable");
+                       " remain writable");
     if (!policy.unreadablePaths.empty())
         gaps.push_back("unreadable paths: the restricted token takes no read access away, so " + join(policy.unreadablePaths) +
-                       " stay readable");
+                       " remain readable");
     return gaps;
 }
 
