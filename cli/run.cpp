@@ -34,6 +34,12 @@ namespace {
 
 using ojson = nlohmann::ordered_json;
 
+#if defined(_WIN32)
+constexpr int kOpenNonBlocking = 0;  // no FIFOs at a path to block on
+#else
+constexpr int kOpenNonBlocking = O_NONBLOCK;
+#endif
+
 // Where the report goes: a file opened before the command ran, or a descriptor the caller gave.
 class ReportSink {
 public:
@@ -71,7 +77,7 @@ private:
         if (ec) throw Error(code::Report, file + ": " + ec.message());
         shown_ = absolute.string();
         // Non-blocking: a FIFO planted at the name must not hang the call before it starts.
-        fd_ = posix::open_no_symlinks(shown_, O_WRONLY | O_CREAT | O_NONBLOCK, 0666);
+        fd_ = posix::open_no_symlinks(shown_, O_WRONLY | O_CREAT | kOpenNonBlocking, 0666);
         if (fd_ < 0) {
             const int error = errno;
             std::string message = shown_ + ": cannot be opened for the report: " + std::strerror(error);
@@ -84,7 +90,9 @@ private:
         struct stat st {};
         if (fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode))
             throw Error(code::Report, shown_ + ": not a regular file (use --report-fd for a pipe or a terminal)");
+#if !defined(_WIN32)
         fcntl(fd_, F_SETFL, fcntl(fd_, F_GETFL) & ~O_NONBLOCK);
+#endif
     }
     void fail_write(int error) {
         std::fprintf(stderr, "dsh-confine: error: %s: cannot write the report to %s: %s\n", code::Report,

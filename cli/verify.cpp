@@ -187,7 +187,9 @@ VerifyReport verify_backend(const Backend& backend) {
         }
         // Descriptors dsh-confine itself holds open when it starts the runner, as a careless
         // parent leaves them: a directory and a file (open for writing) outside. Unless kept
-        // with --keep-fd, the command must not get them, so neither may be used.
+        // with --keep-fd, the command must not get them, so neither may be used. (Windows hands
+        // a child only the handles it names: nothing to attempt there.)
+#if !defined(_WIN32)
         {
             reset_scratch(s);
             // No O_CLOEXEC: inherited by the runner on purpose.
@@ -202,6 +204,7 @@ VerifyReport verify_backend(const Backend& backend) {
             if (dir >= 0) close(dir);
             if (file >= 0) close(file);
         }
+#endif
 #if defined(__linux__)
         // An inode flag the owner may set without any write access (no-dump, FS_IOC_SETFLAGS),
         // judged by the flags the host reads back. Only where the file system keeps them.
