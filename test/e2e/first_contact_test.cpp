@@ -222,6 +222,18 @@ TEST_F(FirstContact, AnUnknownOptionOfSessionStartIsNamed) {
     EXPECT_FALSE(e2e::exists(home / "st/sessions"));
 }
 
+// The same unknown option gets the same words whether or not the subcommand lacks something
+// else: named as an option of that subcommand (a nested one included), with did-you-mean.
+TEST_F(FirstContact, AnUnknownOptionAfterACompleteSubcommandIsNamed) {
+    const e2e::Result policy = dsh({"policy", "--mdoe", "read-only"});
+    EXPECT_TRUE(IsError(policy, "USAGE"));
+    EXPECT_TRUE(contains(policy.err, "unknown option '--mdoe' for 'dsh-confine policy' (did you mean '--mode'?)")) << policy.err;
+    const e2e::Result start = dsh({"session", "start", "s1", "--cwd", scratch.path(), "-x"});
+    EXPECT_TRUE(IsError(start, "USAGE"));
+    EXPECT_TRUE(contains(start.err, "unknown option '-x' for 'dsh-confine session start'")) << start.err;
+    EXPECT_FALSE(e2e::exists(home / "st/sessions/s1"));
+}
+
 TEST_F(FirstContact, AnOptionGivenTwiceIsSaidSo) {
     const e2e::Result r = dsh(std::vector<std::string>{"--mode", "danger-full-access", "--mode", "read-only"} + touch());
     EXPECT_TRUE(IsError(r, "USAGE"));
