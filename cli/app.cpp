@@ -88,6 +88,17 @@ std::vector<CLI::App*> visible_subcommands(CLI::App& app) {
     return out;
 }
 
+// Whether a (sub)command takes a PROGRAM after its options: the main job and the subcommands
+// that exec one. (CLI11 gives every subcommand its parent's prefix_command(), so that flag
+// cannot tell: a session action's ID would read as the start of a PROGRAM.)
+bool program_follows(const CLI::App& app) {
+    if (app.get_parent() == nullptr) return true;
+    const std::string& name = app.get_name();
+    return app.get_parent()->get_parent() == nullptr &&
+           (name == "run" || name == "landlock-exec" || name == "bwrap-stage" || name == "restricted-token-exec" ||
+            name == "__effect");
+}
+
 // The first word before `--` that looks like an option none of the (sub)commands it follows
 // knows, with the (sub)command's name; empty when there is none.
 std::pair<std::string, std::string> first_unknown_option(CLI::App& app, const std::vector<const char*>& words) {
@@ -98,8 +109,8 @@ std::pair<std::string, std::string> first_unknown_option(CLI::App& app, const st
         if (word.size() < 2 || word.front() != '-') {
             CLI::App* sub = subcommand_named(at, word);
             if (sub == nullptr) {
-                if (at == &app || at->get_prefix_command()) break;  // PROGRAM starts here
-                continue;                                           // a positional value
+                if (program_follows(*at)) break;  // PROGRAM starts here
+                continue;                         // a positional value
             }
             at = sub;
             where += " " + word;
@@ -386,23 +397,29 @@ void add_subcommands_for_help(CLI::App& app, Subcommands& c) {
 
 }  // namespace
 
+// The first unknown option of a (sub)command on the command line, named as such with that
+// (sub)command and did-you-mean; nothing when there is none.
+std::optional<std::string> unknown_option_message(CLI::App& app, const CommandLine& line) {
+    const auto [word, where] = first_unknown_option(app, line.front);
+    if (word.empty()) return std::nullopt;
+    std::string message = "unknown option '" + word + "' for '" + where + "'";
+    CLI::App* at = &app;
+    std::istringstream names(where);
+    std::string name;
+    names >> name;  // "dsh-confine"
+    while (names >> name)
+        if (CLI::App* sub = subcommand_named(at, name)) at = sub;
+    std::vector<std::string> known;
+    for (const CLI::Option* option : at->get_options())
+        for (const auto& long_name : option->get_lnames()) known.push_back("--" + long_name);
+    if (auto close = did_you_mean(word.substr(0, word.find('=')), known)) message += " (did you mean '" + *close + "'?)";
+    return message;
+}
+
 // CLI11's own words where they do not help: an unknown option named as such (not "ID is
 // required"), an unknown session action, an option given twice.
 std::string parse_error_message(CLI::App& app, const Subcommands& c, const CommandLine& line, const CLI::ParseError& e) {
-    if (const auto [word, where] = first_unknown_option(app, line.front); !word.empty()) {
-        std::string message = "unknown option '" + word + "' for '" + where + "'";
-        CLI::App* at = &app;
-        std::istringstream names(where);
-        std::string name;
-        names >> name;  // "dsh-confine"
-        while (names >> name)
-            if (CLI::App* sub = subcommand_named(at, name)) at = sub;
-        std::vector<std::string> known;
-        for (const CLI::Option* option : at->get_options())
-            for (const auto& long_name : option->get_lnames()) known.push_back("--" + long_name);
-        if (auto close = did_you_mean(word.substr(0, word.find('=')), known)) message += " (did you mean '" + *close + "'?)";
-        return message;
-    }
+    if (auto message = unknown_option_message(app, line)) return *message;
     if (parsed(c.session) && !parsed(c.start) && !parsed(c.mode) && !parsed(c.network) && !parsed(c.show) && !parsed(c.end)) {
         const std::vector<std::string> actions = {"start", "mode", "network", "show", "end"};
         std::string action;
@@ -498,9 +515,13 @@ int run(int argc, char** argv) {
                 }
             const CLI::App* sub = parsed_subcommands.front();
             const bool takes_program = sub == c.run || sub == c.landlock || sub == c.token || sub == c.effect || sub == c.stage;
-            if (!takes_program && !app.remaining().empty())
+            if (!takes_program && !app.remaining().empty()) {
+                // CLI11 leaves an unknown option among the remaining words when nothing else is
+                // wrong: it gets the same words as when something is (parse_error_message).
+                if (auto message = unknown_option_message(app, line)) throw Error(code::Usage, *message);
                 throw Error(code::Usage, "unexpected argument '" + app.remaining().front() + "' for 'dsh-confine " +
                                              sub->get_name() + "'");
+            }
         }
         if (parsed(c.landlock)) {
             std::vector<std::string> rest;
