@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "../lib/config.hpp"
 #include "../lib/error.hpp"
 #include "../lib/policy.hpp"
 #include "../lib/session.hpp"
@@ -44,13 +45,22 @@ int run_session(const std::string& action, const std::string& id, const std::str
     }
     if (action == "mode") {
         auto mode = parse_sandbox_mode(argument);
-        if (!mode) throw Error(code::Usage, "unknown mode '" + argument + "'; modes: read-only, workspace-write, danger-full-access");
+        if (!mode) {
+            std::string message = "unknown mode '" + argument + "'";
+            if (auto close = did_you_mean(argument, {"read-only", "workspace-write", "danger-full-access"}))
+                message += " (did you mean '" + *close + "'?)";
+            throw Error(code::Usage, message + "; modes: read-only, workspace-write, danger-full-access");
+        }
         sessions.set_mode(id, *mode, now_utc());
         return 0;
     }
     if (action == "network") {
         auto network = parse_network_policy(argument);
-        if (!network) throw Error(code::Usage, "unknown network '" + argument + "'; networks: allow, deny");
+        if (!network) {
+            std::string message = "unknown network '" + argument + "'";
+            if (auto close = did_you_mean(argument, {"allow", "deny"})) message += " (did you mean '" + *close + "'?)";
+            throw Error(code::Usage, message + "; networks: allow, deny");
+        }
         sessions.set_network(id, *network, now_utc());
         return 0;
     }
