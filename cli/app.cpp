@@ -433,7 +433,7 @@ std::string parse_error_message(CLI::App& app, const Subcommands& c, const Comma
         if (auto close = did_you_mean(action, actions)) message += " (did you mean '" + *close + "'?)";
         return message + "; actions: start, mode, network, show, end";
     }
-    const std::string what = e.what();
+    std::string what = e.what();
     if (const std::size_t at = what.find(": At Most 1 required but received "); at != std::string::npos)
         return what.substr(0, at) + " is given " + what.substr(at + 34) + " times; give it once";
     return what;

@@ -163,6 +163,7 @@ bool Sessions::start(const std::string& id, const std::string& cwd, const std::v
     require_valid_session_id(id);
     const std::string canonical = canonical_directory(cwd, "--cwd");
     std::vector<std::string> roots;
+    roots.reserve(writable_roots.size());
     for (const auto& root : writable_roots) roots.push_back(canonical_directory(root, "--writable-root"));
     std::sort(roots.begin(), roots.end());
     roots.erase(std::unique(roots.begin(), roots.end()), roots.end());

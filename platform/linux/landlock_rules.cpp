@@ -39,9 +39,9 @@ std::vector<std::string> enforcement_gaps(int abi) {
         "chown: group and owner changes the caller may make are not governed",
         "utimes: access and modification times of files the caller owns can be changed",
         "xattrs: extended attributes of files the caller owns can be set and removed",
-        "file ioctls: ioctls on regular files and directories are not governed by Landlock; the runner's "
-        "filter refuses those known to change metadata (inode flags, FS_IOC_FSSETXATTR, the inode version, "
-        "an encryption policy, btrfs subvolumes and snapshots), not every file system's own",
+        std::string("file ioctls: ioctls on regular files and directories are not governed by Landlock; the runner's ") +
+            "filter refuses those known to change metadata (inode flags, FS_IOC_FSSETXATTR, the inode version, " +
+            "an encryption policy, btrfs subvolumes and snapshots), not every file system's own",
     };
     if (abi < 3) gaps.push_back("truncate: truncate(2) of existing files is not governed before Landlock ABI 3");
     if (abi < 5) gaps.push_back("device ioctls: ioctls on device files are not governed before Landlock ABI 5");

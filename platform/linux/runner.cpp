@@ -162,8 +162,7 @@ int exec_command(const std::vector<std::string>& argv, int status_fd, const std:
         return 127;
     }
     std::string why;
-    std::vector<int> passed = keep;
-    if (!pass_only(passed, why)) {
+    if (!pass_only(keep, why)) {
         std::fprintf(stderr, "dsh-confine: error: %s: %s\n", error_code, why.c_str());
         return 125;
     }
