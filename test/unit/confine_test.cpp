@@ -66,7 +66,9 @@ protected:
     ProgramLocation program{ProgramStatus::Found, "/usr/bin/make"};
     Config config;
 
-    Confine() { Sessions(storage).start("s1", "/"); }
+    unit::TempDir sessionCwd;  // any existing absolute directory, on every system
+
+    Confine() { Sessions(storage).start("s1", sessionCwd.root()); }
 
     ConfineHost host(std::vector<std::string> default_chain = {"bwrap", "landlock"}) {
         return ConfineHost{factory, std::move(default_chain),

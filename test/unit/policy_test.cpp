@@ -196,7 +196,7 @@ TEST_F(ResolvePolicy, ConfigPathsUnderTheHomeDirectoryAreExpanded) {
     SandboxPolicyRequest request;
     request.home = tmp.path("home");
     const auto policy = resolve_policy(request, std::nullopt, config, processCwd);
-    EXPECT_EQ(policy.writableRoots, std::vector<std::string>{extra});
+    EXPECT_EQ(policy.writableRoots, std::vector<std::string>{fs::canonical(extra).string()});
     EXPECT_EQ(policy.unreadablePaths, std::vector<std::string>{(fs::path(tmp.path("home")) / ".ssh").string()});
     try {
         resolve_policy({}, std::nullopt, config, processCwd);
