@@ -21,6 +21,10 @@ std::string lowered(std::string_view text) {
     return out;
 }
 
+bool is_word_byte(unsigned char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
 bool equal_folded(std::string_view a, std::string_view b) {
     if (a.size() != b.size()) return false;
     for (std::size_t i = 0; i < a.size(); ++i)
@@ -29,6 +33,27 @@ bool equal_folded(std::string_view a, std::string_view b) {
 }
 
 }  // namespace
+
+bool is_word_signature(std::string_view signature) {
+    if (signature.empty() || signature.front() < 'A' || signature.front() > 'Z') return false;
+    return std::all_of(signature.begin(), signature.end(),
+                       [](char c) { return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); });
+}
+
+std::size_t find_signature(std::string_view line, std::string_view signature) {
+    const std::string folded_line = lowered(line);
+    const std::string folded_signature = lowered(signature);
+    const bool word = is_word_signature(signature);
+    for (std::size_t at = folded_line.find(folded_signature); at != std::string::npos;
+         at = folded_line.find(folded_signature, at + 1)) {
+        const std::size_t end = at + folded_signature.size();
+        if (!word) return at;
+        if ((at == 0 || !is_word_byte(static_cast<unsigned char>(line[at - 1]))) &&
+            (end == line.size() || !is_word_byte(static_cast<unsigned char>(line[end]))))
+            return at;
+    }
+    return std::string_view::npos;
+}
 
 std::string_view to_string(Verdict verdict) {
     switch (verdict) {
@@ -64,12 +89,16 @@ StreamClassifier::StreamClassifier(const Dialect& dialect) : dialect_(dialect) {
     for (std::size_t r = 0; r < dialect_.runnerFailureRules.size(); ++r) {
         const auto& rule = dialect_.runnerFailureRules[r];
         for (std::size_t i = 0; i < rule.fatalSignatures.size(); ++i)
-            patterns_.push_back({lowered(rule.fatalSignatures[i]), static_cast<int>(r), i});
+            patterns_.push_back({lowered(rule.fatalSignatures[i]), static_cast<int>(r), i, false});
         for (const auto& info : rule.informationalLines)
             prefix_limit_ = std::max(prefix_limit_, info.size() + 1);  // +1: a trailing '\r'
     }
-    for (std::size_t i = 0; i < dialect_.denialSignatures.size(); ++i)
-        patterns_.push_back({lowered(dialect_.denialSignatures[i]), -1, i});
+    for (std::size_t i = 0; i < dialect_.denialSignatures.size(); ++i) {
+        const std::string& signature = dialect_.denialSignatures[i];
+        const bool word = is_word_signature(signature);
+        patterns_.push_back({lowered(signature), -1, i, word});
+        if (word) longest_word_ = std::max(longest_word_, signature.size());
+    }
     rule_hits_.resize(dialect_.runnerFailureRules.size());
     open_slots_ = rule_hits_.size() + (dialect_.denialSignatures.empty() ? 0 : 1);
     seen_.assign(patterns_.size(), 0);
@@ -379,11 +408,38 @@ std::size_t StreamClassifier::advance(const unsigned char* data, std::size_t fro
     return kNoMatch;
 }
 
-void StreamClassifier::record_hits() {
+void StreamClassifier::mark(std::uint32_t pattern) {
+    seen_[pattern] = line_number_;
+    seen_list_.push_back(pattern);
+}
+
+// Whether the byte before a match starting at `start_in_line` (a position in the current line)
+// is no word byte: the piece's own byte, or one kept in tail_ from the line's earlier pieces.
+// `before` is the length of the line in earlier pieces; the match ends within this piece, so
+// the byte before it lies at most longest_word_ bytes back.
+bool StreamClassifier::word_starts(const unsigned char* data, std::size_t start_in_line, std::size_t before) const {
+    if (start_in_line == 0) return true;
+    const std::size_t at = start_in_line - 1;
+    const unsigned char c = at >= before ? data[at - before] : static_cast<unsigned char>(tail_[tail_.size() - (before - at)]);
+    return !is_word_byte(c);
+}
+
+// The signatures ending at data[end - 1] in the current piece (of `size` bytes, after `before`
+// bytes of the line). A word signature counts only between word boundaries; when it ends with
+// the piece, the byte that decides is the next piece's first (or the line's end).
+void StreamClassifier::record_hits(const unsigned char* data, std::size_t end, std::size_t size, std::size_t before) {
     for (std::uint32_t p : out_[state_ / classes_]) {
         if (seen_[p] == line_number_) continue;
-        seen_[p] = line_number_;
-        seen_list_.push_back(p);
+        const Pattern& pattern = patterns_[p];
+        if (pattern.word) {
+            if (!word_starts(data, before + end - pattern.text.size(), before)) continue;
+            if (end == size) {
+                pending_.push_back(p);
+                continue;
+            }
+            if (is_word_byte(data[end])) continue;
+        }
+        mark(p);
     }
 }
 
@@ -394,10 +450,24 @@ void StreamClassifier::scan(const char* data, std::size_t size) {
     line_open_ = true;
     if (prefix_.size() < prefix_limit_)
         prefix_.append(data, std::min(size, prefix_limit_ - prefix_.size()));
+    const std::size_t before = line_length_;
     line_length_ += size;
     if (!matchable_ || settled()) return;
     const auto* bytes = reinterpret_cast<const unsigned char*>(data);
-    for (std::size_t i = 0; (i = advance(bytes, i, size)) != kNoMatch;) record_hits();
+    if (!pending_.empty()) {
+        if (!is_word_byte(bytes[0]))
+            for (std::uint32_t p : pending_)
+                if (seen_[p] != line_number_) mark(p);
+        pending_.clear();
+    }
+    for (std::size_t i = 0; (i = advance(bytes, i, size)) != kNoMatch;) record_hits(bytes, i, size, before);
+    if (longest_word_ == 0) return;
+    if (size >= longest_word_) {
+        tail_.assign(data + size - longest_word_, longest_word_);
+    } else {
+        tail_.append(data, size);
+        if (tail_.size() > longest_word_) tail_.erase(0, tail_.size() - longest_word_);
+    }
 }
 
 // Whole lines, `data` ending with '\n', from the root. The automaton runs across newlines (no
@@ -423,6 +493,10 @@ void StreamClassifier::scan_lines(const char* data, std::size_t size) {
 }
 
 void StreamClassifier::end_line() {
+    for (std::uint32_t p : pending_)  // the line's end is a word boundary
+        if (seen_[p] != line_number_) mark(p);
+    pending_.clear();
+    tail_.clear();
     if (!seen_list_.empty()) {
         std::string_view text = prefix_;
         const bool whole = line_length_ <= prefix_.size();

@@ -33,6 +33,15 @@ struct Classification {
 
 inline constexpr std::size_t kEvidenceBytes = 4096;
 
+// A denial signature made only of capital letters and digits, beginning with a letter, names an
+// errno (EACCES, EROFS): it matches only as a whole word, so never inside EACCESSIBLE or XEROFS.
+// Word bytes are ASCII letters, digits and '_'. Case is still folded, as for every signature.
+bool is_word_signature(std::string_view signature);
+
+// Where `signature` first occurs in `line` as the classifier matches a denial signature (ASCII
+// case folded; a word signature only as a whole word), or npos.
+std::size_t find_signature(std::string_view line, std::string_view signature);
+
 // Rejects empty signatures, an empty fatalSignatures, and exit codes outside 1..255.
 void validate_dialect(const Dialect& dialect);
 
@@ -52,6 +61,7 @@ private:
         std::string text;  // lowercased
         int rule;          // -1 for a denial signature
         std::size_t index; // within the rule's or the denial list
+        bool word;         // a whole word only (is_word_signature)
     };
     struct Hit {
         std::string line;
@@ -64,7 +74,9 @@ private:
     void plan_skip();
     std::size_t skip(const unsigned char* data, std::size_t from, std::size_t size) const;
     std::size_t advance(const unsigned char* data, std::size_t from, std::size_t size);
-    void record_hits();
+    void record_hits(const unsigned char* data, std::size_t end, std::size_t size, std::size_t before);
+    bool word_starts(const unsigned char* data, std::size_t start_in_line, std::size_t before) const;
+    void mark(std::uint32_t pattern);
     void scan(const char* data, std::size_t size);
     void scan_lines(const char* data, std::size_t size);
     void end_line();
@@ -109,6 +121,12 @@ private:
     std::size_t prefix_limit_ = kEvidenceBytes;
     std::size_t line_length_ = 0;
     bool line_open_ = false;
+    // For word signatures, which need the bytes around a match: the line's last longest_word_
+    // bytes before the current piece, and the word matches that end where the piece ends (the
+    // byte after them is the next piece's first, or the end of the line).
+    std::size_t longest_word_ = 0;
+    std::string tail_;
+    std::vector<std::uint32_t> pending_;
 
     std::vector<std::optional<Hit>> rule_hits_;
     std::optional<Hit> denial_hit_;
