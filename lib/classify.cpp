@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "denied_path.hpp"
 #include "error.hpp"
 
 namespace dsh {
@@ -585,6 +586,7 @@ Classification StreamClassifier::finish(int exit_code, bool runner_rules) {
         result.verdict = Verdict::Denial;
         result.line = denial_hit_->line;
         result.signature = denial_hit_->signature;
+        result.path = denied_path(*result.line, *result.signature);
         return result;
     }
     result.verdict = Verdict::Failure;
@@ -602,6 +604,7 @@ std::string render_text(const Classification& result) {
     out += "\n";
     if (result.signature) out += "signature: " + *result.signature + "\n";
     if (result.rule) out += "rule: " + std::to_string(*result.rule) + "\n";
+    if (result.path) out += "path: " + *result.path + "\n";
     if (result.line) out += "line: " + *result.line + "\n";
     return out;
 }
@@ -613,6 +616,7 @@ std::string render_json(const Classification& result) {
     out["line"] = result.line ? nlohmann::ordered_json(*result.line) : nlohmann::ordered_json(nullptr);
     out["signature"] = result.signature ? nlohmann::ordered_json(*result.signature) : nlohmann::ordered_json(nullptr);
     out["rule"] = result.rule ? nlohmann::ordered_json(*result.rule) : nlohmann::ordered_json(nullptr);
+    out["path"] = result.path ? nlohmann::ordered_json(*result.path) : nlohmann::ordered_json(nullptr);
     return out.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
 

@@ -22,13 +22,15 @@ enum class Verdict { Success, RunnerFailure, Denial, Failure };
 std::string_view to_string(Verdict verdict);
 
 // A verdict and its evidence: the matched line (its first kEvidenceBytes bytes, a trailing
-// `\r` removed), the signature it contained, and for a runner failure the rule's index.
+// `\r` removed), the signature it contained, for a runner failure the rule's index, and for a
+// denial the path the line names, if it names one (denied_path).
 struct Classification {
     Verdict verdict = Verdict::Failure;
     int exitCode = 0;
     std::optional<std::string> line;
     std::optional<std::string> signature;
     std::optional<std::size_t> rule;
+    std::optional<std::string> path;
 };
 
 inline constexpr std::size_t kEvidenceBytes = 4096;

@@ -1,7 +1,7 @@
 // Fuzzes the streaming classifier against the algorithm of docs/classify.md written the plain
 // way (whole lines, substring search): the input decodes into a dialect, an exit status, a
-// stderr text and the chunk sizes it is fed in. The verdict and its evidence must not depend
-// on the chunking, and must be the plain algorithm's.
+// stderr text and the chunk sizes it is fed in. The verdict and its evidence (the path a denial
+// names included) must not depend on the chunking, and must be the plain algorithm's.
 #include <fuzzer/FuzzedDataProvider.h>
 
 #include <algorithm>
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "lib/classify.hpp"
+#include "lib/denied_path.hpp"
 
 namespace {
 
@@ -114,13 +115,14 @@ dsh::Classification plain_classify(const dsh::Dialect& dialect, std::string_view
         result.verdict = dsh::Verdict::Denial;
         result.line = denial_hit->line;
         result.signature = denial_hit->signature;
+        result.path = dsh::denied_path(*result.line, *result.signature);
     }
     return result;
 }
 
 bool same(const dsh::Classification& a, const dsh::Classification& b) {
     return a.verdict == b.verdict && a.exitCode == b.exitCode && a.line == b.line && a.signature == b.signature &&
-           a.rule == b.rule;
+           a.rule == b.rule && a.path == b.path;
 }
 
 std::string nonempty(std::string text) { return text.empty() ? std::string("e") : text; }
@@ -212,6 +214,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         require(!result->line || result->line->size() <= dsh::kEvidenceBytes);
         require(result->rule.has_value() == (result->verdict == dsh::Verdict::RunnerFailure));
         require(result->line.has_value() == result->signature.has_value());
+        // A path only for a denial, and always text of its line.
+        require(!result->path || (result->verdict == dsh::Verdict::Denial && !result->path->empty() &&
+                                  result->line->find(*result->path) != std::string::npos));
     }
     require(runner_rules || streamed.verdict != dsh::Verdict::RunnerFailure);
     return 0;

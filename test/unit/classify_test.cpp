@@ -364,12 +364,25 @@ TEST(RenderJson, CarriesEveryFieldInOrder) {
     const Classification result = classify(sample_dialect(), "runner: died\n", 125);
     EXPECT_EQ(render_json(result),
               "{\"verdict\":\"runner-failure\",\"exitCode\":125,\"line\":\"runner: died\","
-              "\"signature\":\"runner: \",\"rule\":0}\n");
+              "\"signature\":\"runner: \",\"rule\":0,\"path\":null}\n");
 }
 
 TEST(RenderJson, AbsentEvidenceIsNull) {
     EXPECT_EQ(render_json(classify(sample_dialect(), "", 0)),
-              "{\"verdict\":\"success\",\"exitCode\":0,\"line\":null,\"signature\":null,\"rule\":null}\n");
+              "{\"verdict\":\"success\",\"exitCode\":0,\"line\":null,\"signature\":null,\"rule\":null,\"path\":null}\n");
+}
+
+TEST(RenderJson, ADenialCarriesThePathItsLineNames) {
+    EXPECT_EQ(render_json(classify(sample_dialect(), "ok\nsh: 1: cannot create /etc/x: Permission denied\n", 2)),
+              "{\"verdict\":\"denial\",\"exitCode\":2,\"line\":\"sh: 1: cannot create /etc/x: Permission denied\","
+              "\"signature\":\"Permission denied\",\"rule\":null,\"path\":\"/etc/x\"}\n");
+}
+
+TEST(Classify, OnlyADenialGetsAPath) {
+    EXPECT_EQ(classify(sample_dialect(), "cat: /x: Permission denied\n", 1).path, "/x");
+    EXPECT_FALSE(classify(sample_dialect(), "runner: /x: Permission denied\n", 125).path.has_value());
+    EXPECT_FALSE(classify(sample_dialect(), "cat: /x: Permission denied\n", 0).path.has_value());
+    EXPECT_FALSE(classify(sample_dialect(), "Permission denied\n", 1).path.has_value());
 }
 
 TEST(RenderText, FirstLineIsTheVerdictWord) {
@@ -384,6 +397,8 @@ TEST(RenderText, FirstLineIsTheVerdictWord) {
 TEST(RenderText, ListsTheEvidence) {
     EXPECT_EQ(render_text(classify(sample_dialect(), "runner: died\n", 125)),
               "runner-failure\nsignature: runner: \nrule: 0\nline: runner: died\n");
+    EXPECT_EQ(render_text(classify(sample_dialect(), "cat: /x: Permission denied\n", 1)),
+              "denial\nsignature: Permission denied\npath: /x\nline: cat: /x: Permission denied\n");
 }
 
 TEST(VerdictNames, AreTheContractWords) {
