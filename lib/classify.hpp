@@ -34,6 +34,7 @@ struct Classification {
 };
 
 inline constexpr std::size_t kEvidenceBytes = 4096;
+inline constexpr std::size_t kMaxProbes = 8;  // byte pairs the skip looks for (see plan_probes)
 
 // A denial signature made only of capital letters and digits, beginning with a letter, names an
 // errno (EACCES, EROFS): it matches only as a whole word, so never inside EACCESSIBLE or XEROFS.
@@ -99,7 +100,7 @@ private:
     // The jump ahead while no match is in progress. Once the first kProbeSample bytes are
     // counted: a vectorizable search for a few byte pairs (probes), one of which every
     // signature holds near its start. Before that, or without such pairs (a one-byte
-    // signature, or more than four needed): Horspool over the signatures' first
+    // signature, or more than kMaxProbes needed): Horspool over the signatures' first
     // anchor_length_ bytes; a window whose last byte cannot end an anchor moves on by
     // shift_[byte], one whose last byte can (shift_ 0) is compared with those anchors.
     bool use_probes_ = false;
@@ -107,7 +108,8 @@ private:
     std::size_t sampled_ = 0;
     std::array<std::uint16_t, 256> pair_row_{};  // while sampling: pairs seen, by probe bytes
     std::vector<std::uint16_t> pair_counts_;
-    std::array<std::array<unsigned char, 2>, 4> probes_{};
+    std::array<std::array<unsigned char, 2>, kMaxProbes> probes_{};
+    std::size_t probe_count_ = 0;  // probes_ in use
     std::size_t probe_reach_ = 0;
     std::size_t anchor_length_ = 1;
     std::array<std::uint8_t, 256> shift_{};
