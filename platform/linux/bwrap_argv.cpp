@@ -91,6 +91,7 @@ std::vector<std::string> writable_roots(const SandboxPolicy& policy, const Layou
 std::vector<std::string> denial_signatures(const SandboxPolicy& policy) {
     std::vector<std::string> out;
     add_denial_words(out, DeniedErrno::Erofs);
+    if (policy.mode == ConfinedSandboxMode::WorkspaceWrite) add_denial_words(out, DeniedErrno::Exdev);
     if (!policy.unreadablePaths.empty()) add_denial_words(out, DeniedErrno::Eacces);
     if (policy.network == NetworkPolicy::Deny) {
         add_denial_words(out, DeniedErrno::Eperm);
@@ -101,7 +102,7 @@ std::vector<std::string> denial_signatures(const SandboxPolicy& policy) {
 
 Dialect dialect(const std::vector<std::string>& extra_informational_lines) {
     Dialect out;
-    out.denialSignatures = denial_signatures(SandboxPolicy{});  // no hidden paths, the network allowed
+    out.denialSignatures = denial_signatures(SandboxPolicy{});  // read-only, no hidden paths, the network allowed
     RunnerFailureRule rule;
     rule.allowedExitCodes = std::vector<int>{1};
     // From bubblewrap's die() calls (0.1 to 0.13), each with the "bwrap: " prefix every

@@ -309,6 +309,15 @@ TEST(BwrapDialect, NamesOnlyWhatBubblewrapProduces) {
     EXPECT_EQ(bwrap::denial_signatures(SandboxPolicy{}), base);
 }
 
+TEST(BwrapDialect, WorkspaceWriteAddsExdev) {
+    SandboxPolicy policy;
+    policy.mode = ConfinedSandboxMode::WorkspaceWrite;
+    const auto signatures = bwrap::denial_signatures(policy);
+    EXPECT_TRUE(has(signatures, "invalid cross-device link"));
+    EXPECT_TRUE(has(signatures, "EXDEV"));
+    EXPECT_FALSE(has(bwrap::dialect({}).denialSignatures, "EXDEV"));
+}
+
 TEST(BwrapDialect, HiddenPathsAddEacces) {
     SandboxPolicy policy;
     policy.unreadablePaths = {"/secret"};
