@@ -158,7 +158,9 @@ std::size_t find_probe(const std::array<std::array<unsigned char, 2>, kMaxProbes
         unsigned char any = 0;
         for (std::size_t j = 0; j < kBlock; ++j) {
             const unsigned char a = data[q + j] | 0x20, b = data[q + j + 1] | 0x20;
-            for (std::size_t k = 0; k < N; ++k) any |= static_cast<unsigned char>((a == first[k]) & (b == second[k]));
+            for (std::size_t k = 0; k < N; ++k)
+                any |= static_cast<unsigned char>(static_cast<unsigned char>(a == first[k]) &
+                                                  static_cast<unsigned char>(b == second[k]));
         }
         if (any) break;
     }
