@@ -165,7 +165,7 @@ int supervise_and_report(const Planned& planned, const std::vector<std::string>&
     const bool runner_reached_command = outcome.started && (*outcome.started || command_missing);
     Classification verdict = classifier.finish(status, !runner_reached_command);
     if (outcome.started && !runner_reached_command && verdict.verdict != Verdict::RunnerFailure) {
-        verdict = Classification{Verdict::RunnerFailure, status, std::nullopt, std::nullopt, std::nullopt};
+        verdict = Classification{Verdict::RunnerFailure, status, std::nullopt, std::nullopt, std::nullopt, std::nullopt};
         verdict.line = outcome.signal ? "the runner was killed by signal " + std::to_string(outcome.signal) +
                                             " before starting the command"
                                       : "the runner exited with status " + std::to_string(status) +

@@ -2,12 +2,15 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
+#include <limits>
 #include <cstring>
 #include <deque>
 #include <map>
 
 #include <nlohmann/json.hpp>
 
+#include "denied_path.hpp"
 #include "error.hpp"
 
 namespace dsh {
@@ -21,6 +24,10 @@ std::string lowered(std::string_view text) {
     return out;
 }
 
+bool is_word_byte(unsigned char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
 bool equal_folded(std::string_view a, std::string_view b) {
     if (a.size() != b.size()) return false;
     for (std::size_t i = 0; i < a.size(); ++i)
@@ -29,6 +36,27 @@ bool equal_folded(std::string_view a, std::string_view b) {
 }
 
 }  // namespace
+
+bool is_word_signature(std::string_view signature) {
+    if (signature.empty() || signature.front() < 'A' || signature.front() > 'Z') return false;
+    return std::all_of(signature.begin(), signature.end(),
+                       [](char c) { return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); });
+}
+
+std::size_t find_signature(std::string_view line, std::string_view signature) {
+    const std::string folded_line = lowered(line);
+    const std::string folded_signature = lowered(signature);
+    const bool word = is_word_signature(signature);
+    for (std::size_t at = folded_line.find(folded_signature); at != std::string::npos;
+         at = folded_line.find(folded_signature, at + 1)) {
+        const std::size_t end = at + folded_signature.size();
+        if (!word) return at;
+        if ((at == 0 || !is_word_byte(static_cast<unsigned char>(line[at - 1]))) &&
+            (end == line.size() || !is_word_byte(static_cast<unsigned char>(line[end]))))
+            return at;
+    }
+    return std::string_view::npos;
+}
 
 std::string_view to_string(Verdict verdict) {
     switch (verdict) {
@@ -64,12 +92,16 @@ StreamClassifier::StreamClassifier(const Dialect& dialect) : dialect_(dialect) {
     for (std::size_t r = 0; r < dialect_.runnerFailureRules.size(); ++r) {
         const auto& rule = dialect_.runnerFailureRules[r];
         for (std::size_t i = 0; i < rule.fatalSignatures.size(); ++i)
-            patterns_.push_back({lowered(rule.fatalSignatures[i]), static_cast<int>(r), i});
+            patterns_.push_back({lowered(rule.fatalSignatures[i]), static_cast<int>(r), i, false});
         for (const auto& info : rule.informationalLines)
             prefix_limit_ = std::max(prefix_limit_, info.size() + 1);  // +1: a trailing '\r'
     }
-    for (std::size_t i = 0; i < dialect_.denialSignatures.size(); ++i)
-        patterns_.push_back({lowered(dialect_.denialSignatures[i]), -1, i});
+    for (std::size_t i = 0; i < dialect_.denialSignatures.size(); ++i) {
+        const std::string& signature = dialect_.denialSignatures[i];
+        const bool word = is_word_signature(signature);
+        patterns_.push_back({lowered(signature), -1, i, word});
+        if (word) longest_word_ = std::max(longest_word_, signature.size());
+    }
     rule_hits_.resize(dialect_.runnerFailureRules.size());
     open_slots_ = rule_hits_.size() + (dialect_.denialSignatures.empty() ? 0 : 1);
     seen_.assign(patterns_.size(), 0);
@@ -83,6 +115,12 @@ constexpr std::size_t kNoMatch = static_cast<std::size_t>(-1);
 constexpr std::size_t kMaxAnchorLength = 32;
 constexpr std::size_t kMaxProbeOffset = 16;
 constexpr std::size_t kProbeSample = std::size_t{64} * 1024;
+// What one more probe costs, in candidates of the sample: a compare on every byte, about as
+// much as running the automaton from one candidate every 2 KiB (measured with micro_bench).
+constexpr double kProbeCost = static_cast<double>(kProbeSample) / 2048;
+// The most partial covers the probe search looks at: it goes depth first, rarest pairs first,
+// so it holds a good cover long before; the bound only keeps odd dialects from costing time.
+constexpr std::size_t kSearchNodes = std::size_t{1} << 16;
 
 // A rough frequency of bytes in build logs and English text. It only chooses how to skip
 // (which is correct whatever the input), so a coarse ranking is enough.
@@ -106,26 +144,48 @@ unsigned char probe_byte(unsigned char c) { return static_cast<unsigned char>(c 
 
 // The first q in [from, end) where data[q], data[q+1] is one of the probes, or end; data[end]
 // must be readable. Written for the compiler to vectorize the inner loop (SSE2 on any x86-64).
-std::size_t find_probe(const std::array<std::array<unsigned char, 2>, 4>& probes, const unsigned char* data,
+template <std::size_t N>
+std::size_t find_probe(const std::array<std::array<unsigned char, 2>, kMaxProbes>& probes, const unsigned char* data,
                        std::size_t from, std::size_t end) {
-    const unsigned char a0 = probes[0][0], b0 = probes[0][1], a1 = probes[1][0], b1 = probes[1][1];
-    const unsigned char a2 = probes[2][0], b2 = probes[2][1], a3 = probes[3][0], b3 = probes[3][1];
+    std::array<unsigned char, N> first{}, second{};
+    for (std::size_t k = 0; k < N; ++k) {
+        first[k] = probes[k][0];
+        second[k] = probes[k][1];
+    }
     constexpr std::size_t kBlock = 64;
     std::size_t q = from;
     for (; q + kBlock <= end; q += kBlock) {
         unsigned char any = 0;
         for (std::size_t j = 0; j < kBlock; ++j) {
             const unsigned char a = data[q + j] | 0x20, b = data[q + j + 1] | 0x20;
-            any |= static_cast<unsigned char>(((a == a0) & (b == b0)) | ((a == a1) & (b == b1)) |
-                                              ((a == a2) & (b == b2)) | ((a == a3) & (b == b3)));
+            for (std::size_t k = 0; k < N; ++k)
+                any |= static_cast<unsigned char>(static_cast<unsigned char>(a == first[k]) &
+                                                  static_cast<unsigned char>(b == second[k]));
         }
         if (any) break;
     }
     for (; q < end; ++q) {
         const unsigned char a = data[q] | 0x20, b = data[q + 1] | 0x20;
-        if ((a == a0 && b == b0) || (a == a1 && b == b1) || (a == a2 && b == b2) || (a == a3 && b == b3)) return q;
+        for (std::size_t k = 0; k < N; ++k)
+            if (a == first[k] && b == second[k]) return q;
     }
     return end;
+}
+
+// find_probe for the number of probes in use: each costs a compare per byte, so the loop is
+// compiled for each count rather than padded to the most.
+std::size_t find_probes(std::size_t count, const std::array<std::array<unsigned char, 2>, kMaxProbes>& probes,
+                        const unsigned char* data, std::size_t from, std::size_t end) {
+    switch (count) {
+        case 1: return find_probe<1>(probes, data, from, end);
+        case 2: return find_probe<2>(probes, data, from, end);
+        case 3: return find_probe<3>(probes, data, from, end);
+        case 4: return find_probe<4>(probes, data, from, end);
+        case 5: return find_probe<5>(probes, data, from, end);
+        case 6: return find_probe<6>(probes, data, from, end);
+        case 7: return find_probe<7>(probes, data, from, end);
+        default: return find_probe<8>(probes, data, from, end);
+    }
 }
 
 }  // namespace
@@ -214,11 +274,18 @@ void StreamClassifier::sample(std::string_view chunk) {
     std::vector<std::uint16_t>().swap(pair_counts_);
 }
 
-// Probes: at most four byte pairs such that every signature holds one of them within its
-// first kMaxProbeOffset + 2 bytes, picked greedily by signatures covered per occurrence in
-// the sample (typical byte frequencies break ties). A signature occurs at s only where a
-// probe occurs within [s, s + probe_reach_], so the automaton may jump to the probe's position
-// less probe_reach_. False when no such cover exists: Horspool stays.
+// Probes: at most kMaxProbes byte pairs such that every signature holds one of them within its
+// first kMaxProbeOffset + 2 bytes, the cover expected to cost least: the candidates the sample
+// (typical byte frequencies break ties) shows for its pairs, plus kProbeCost for each pair. A
+// signature occurs at s only where a probe occurs within [s, s + probe_reach_], so the automaton
+// may jump to the probe's position less probe_reach_. False when no such cover is found:
+// Horspool stays.
+//
+// The search is branch and bound: the first signature not yet covered must take one of its own
+// (at most 17) pairs, rarest first; a partial cover already costlier than the best found is
+// dropped, and at most kSearchNodes are looked at. Signatures of unlike words (bubblewrap's
+// messages, errno names, a tool's words) may need a pair they share, however common, or one
+// more probe; a greedy pick of the rarest pairs can run out of probes instead.
 bool StreamClassifier::plan_probes() {
     std::array<double, 256> weight{};
     double total = 0;
@@ -226,52 +293,89 @@ bool StreamClassifier::plan_probes() {
         weight[probe_byte(static_cast<unsigned char>(b))] += typical_weight(static_cast<unsigned char>(b));
         total += typical_weight(static_cast<unsigned char>(b));
     }
-    auto expected = [&](const std::array<unsigned char, 2>& probe) {
+    using Probe = std::array<unsigned char, 2>;
+    auto expected = [&](const Probe& probe) {
         const double prior = weight[probe[0]] * weight[probe[1]] / (total * total);  // per byte
         return pair_counts_[pair_row_[probe[0]] * std::size_t{256} + probe[1]] + 16 * prior;
     };
-    using Probe = std::array<unsigned char, 2>;
-    struct Holder {
-        std::size_t text;
-        std::size_t offset;  // the probe's first offset in it
+
+    // Each candidate pair, with the signatures holding it (a bit set) and its first offset in each.
+    struct Candidate {
+        Probe probe;
+        double cost;
+        std::vector<std::uint64_t> holds;
     };
-    std::map<Probe, std::vector<Holder>> holders;
-    std::size_t texts = 0;
+    std::vector<Candidate> candidates;
+    std::map<Probe, std::size_t> id_of;
+    std::vector<std::vector<std::size_t>> pairs_of;  // per signature: its candidates, rarest first
+    std::vector<std::map<std::size_t, std::size_t>> offset_in;  // per signature: candidate -> offset
     for (const Pattern& pattern : patterns_) {
         if (!within_a_line(pattern.text)) continue;
         if (pattern.text.size() < 2) return false;
+        pairs_of.emplace_back();
+        offset_in.emplace_back();
+    }
+    const std::size_t texts = pairs_of.size();
+    const std::size_t words = (texts + 63) / 64;
+    std::size_t text = 0;
+    for (const Pattern& pattern : patterns_) {
+        if (!within_a_line(pattern.text)) continue;
         for (std::size_t at = 0; at + 1 < pattern.text.size() && at <= kMaxProbeOffset; ++at) {
             const Probe probe{probe_byte(static_cast<unsigned char>(pattern.text[at])),
                               probe_byte(static_cast<unsigned char>(pattern.text[at + 1]))};
-            auto& list = holders[probe];
-            if (list.empty() || list.back().text != texts) list.push_back({texts, at});
-        }
-        ++texts;
-    }
-    std::vector<bool> covered(texts, false);
-    std::size_t left = texts, chosen = 0, reach = 0;
-    while (left > 0) {
-        if (chosen == probes_.size()) return false;
-        const std::pair<const Probe, std::vector<Holder>>* best = nullptr;
-        double best_score = 0;
-        for (const auto& entry : holders) {
-            const auto covers = static_cast<double>(
-                std::count_if(entry.second.begin(), entry.second.end(), [&](const Holder& h) { return !covered[h.text]; }));
-            const double score = covers / expected(entry.first);
-            if (score > best_score) {
-                best_score = score;
-                best = &entry;
+            auto [entry, added] = id_of.try_emplace(probe, candidates.size());
+            if (added) candidates.push_back({probe, expected(probe), std::vector<std::uint64_t>(words, 0)});
+            const std::size_t id = entry->second;
+            if (offset_in[text].try_emplace(id, at).second) {
+                candidates[id].holds[text / 64] |= std::uint64_t{1} << (text % 64);
+                pairs_of[text].push_back(id);
             }
         }
-        for (const Holder& h : best->second) {
-            if (covered[h.text]) continue;
-            covered[h.text] = true;
-            --left;
-            reach = std::max(reach, h.offset);
-        }
-        probes_[chosen++] = best->first;
+        std::sort(pairs_of[text].begin(), pairs_of[text].end(),
+                  [&](std::size_t a, std::size_t b) { return candidates[a].cost < candidates[b].cost; });
+        ++text;
     }
-    for (std::size_t k = chosen; k < probes_.size(); ++k) probes_[k] = probes_[0];
+
+    std::vector<std::size_t> chosen, best;
+    double best_cost = std::numeric_limits<double>::infinity();
+    std::vector<std::uint64_t> covered(words, 0);
+    std::size_t budget = kSearchNodes;
+    auto search = [&](auto& self, double cost) -> void {
+        if (budget == 0) return;
+        --budget;
+        std::size_t open = texts;
+        for (std::size_t w = 0; w < words && open == texts; ++w)
+            if (const std::uint64_t left = ~covered[w]; left != 0)
+                open = std::min(texts, w * 64 + static_cast<std::size_t>(std::countr_zero(left)));
+        if (open == texts) {
+            best = chosen;
+            best_cost = cost;
+            return;
+        }
+        if (chosen.size() == probes_.size()) return;
+        const std::vector<std::uint64_t> before = covered;
+        for (std::size_t id : pairs_of[open]) {
+            if (cost + candidates[id].cost + kProbeCost >= best_cost) break;  // rarest first: the rest cost more
+            for (std::size_t w = 0; w < words; ++w) covered[w] = before[w] | candidates[id].holds[w];
+            chosen.push_back(id);
+            self(self, cost + candidates[id].cost + kProbeCost);
+            chosen.pop_back();
+        }
+        covered = before;
+    };
+    if (texts == 0) return false;
+    search(search, 0.0);
+    if (best.empty()) return false;
+
+    std::size_t reach = 0;
+    for (std::size_t t = 0; t < texts; ++t) {
+        std::size_t nearest = kMaxProbeOffset;
+        for (std::size_t id : best)
+            if (auto found = offset_in[t].find(id); found != offset_in[t].end()) nearest = std::min(nearest, found->second);
+        reach = std::max(reach, nearest);
+    }
+    for (std::size_t k = 0; k < best.size(); ++k) probes_[k] = candidates[best[k]].probe;
+    probe_count_ = best.size();
     probe_reach_ = reach;
     use_probes_ = true;
     return true;
@@ -360,7 +464,7 @@ std::size_t StreamClassifier::advance(const unsigned char* data, std::size_t fro
                 // Pairs start at q < size - 1; a signature with its probe past that may still begin
                 // within probe_reach_ of the end, and continue in the next feed.
                 const std::size_t end = size - 1;
-                const std::size_t q = i < end ? find_probe(probes_, data, i, end) : end;
+                const std::size_t q = i < end ? find_probes(probe_count_, probes_, data, i, end) : end;
                 i = std::max(i, q - std::min(q, probe_reach_));
                 filtered_to = q < end ? q + 1 : size;
             } else {
@@ -379,11 +483,38 @@ std::size_t StreamClassifier::advance(const unsigned char* data, std::size_t fro
     return kNoMatch;
 }
 
-void StreamClassifier::record_hits() {
+void StreamClassifier::mark(std::uint32_t pattern) {
+    seen_[pattern] = line_number_;
+    seen_list_.push_back(pattern);
+}
+
+// Whether the byte before a match starting at `start_in_line` (a position in the current line)
+// is no word byte: the piece's own byte, or one kept in tail_ from the line's earlier pieces.
+// `before` is the length of the line in earlier pieces; the match ends within this piece, so
+// the byte before it lies at most longest_word_ bytes back.
+bool StreamClassifier::word_starts(const unsigned char* data, std::size_t start_in_line, std::size_t before) const {
+    if (start_in_line == 0) return true;
+    const std::size_t at = start_in_line - 1;
+    const unsigned char c = at >= before ? data[at - before] : static_cast<unsigned char>(tail_[tail_.size() - (before - at)]);
+    return !is_word_byte(c);
+}
+
+// The signatures ending at data[end - 1] in the current piece (of `size` bytes, after `before`
+// bytes of the line). A word signature counts only between word boundaries; when it ends with
+// the piece, the byte that decides is the next piece's first (or the line's end).
+void StreamClassifier::record_hits(const unsigned char* data, std::size_t end, std::size_t size, std::size_t before) {
     for (std::uint32_t p : out_[state_ / classes_]) {
         if (seen_[p] == line_number_) continue;
-        seen_[p] = line_number_;
-        seen_list_.push_back(p);
+        const Pattern& pattern = patterns_[p];
+        if (pattern.word) {
+            if (!word_starts(data, before + end - pattern.text.size(), before)) continue;
+            if (end == size) {
+                pending_.push_back(p);
+                continue;
+            }
+            if (is_word_byte(data[end])) continue;
+        }
+        mark(p);
     }
 }
 
@@ -394,10 +525,24 @@ void StreamClassifier::scan(const char* data, std::size_t size) {
     line_open_ = true;
     if (prefix_.size() < prefix_limit_)
         prefix_.append(data, std::min(size, prefix_limit_ - prefix_.size()));
+    const std::size_t before = line_length_;
     line_length_ += size;
     if (!matchable_ || settled()) return;
     const auto* bytes = reinterpret_cast<const unsigned char*>(data);
-    for (std::size_t i = 0; (i = advance(bytes, i, size)) != kNoMatch;) record_hits();
+    if (!pending_.empty()) {
+        if (!is_word_byte(bytes[0]))
+            for (std::uint32_t p : pending_)
+                if (seen_[p] != line_number_) mark(p);
+        pending_.clear();
+    }
+    for (std::size_t i = 0; (i = advance(bytes, i, size)) != kNoMatch;) record_hits(bytes, i, size, before);
+    if (longest_word_ == 0) return;
+    if (size >= longest_word_) {
+        tail_.assign(data + size - longest_word_, longest_word_);
+    } else {
+        tail_.append(data, size);
+        if (tail_.size() > longest_word_) tail_.erase(0, tail_.size() - longest_word_);
+    }
 }
 
 // Whole lines, `data` ending with '\n', from the root. The automaton runs across newlines (no
@@ -423,6 +568,10 @@ void StreamClassifier::scan_lines(const char* data, std::size_t size) {
 }
 
 void StreamClassifier::end_line() {
+    for (std::uint32_t p : pending_)  // the line's end is a word boundary
+        if (seen_[p] != line_number_) mark(p);
+    pending_.clear();
+    tail_.clear();
     if (!seen_list_.empty()) {
         std::string_view text = prefix_;
         const bool whole = line_length_ <= prefix_.size();
@@ -511,6 +660,7 @@ Classification StreamClassifier::finish(int exit_code, bool runner_rules) {
         result.verdict = Verdict::Denial;
         result.line = denial_hit_->line;
         result.signature = denial_hit_->signature;
+        result.path = denied_path(*result.line, *result.signature);
         return result;
     }
     result.verdict = Verdict::Failure;
@@ -528,6 +678,7 @@ std::string render_text(const Classification& result) {
     out += "\n";
     if (result.signature) out += "signature: " + *result.signature + "\n";
     if (result.rule) out += "rule: " + std::to_string(*result.rule) + "\n";
+    if (result.path) out += "path: " + *result.path + "\n";
     if (result.line) out += "line: " + *result.line + "\n";
     return out;
 }
@@ -539,6 +690,7 @@ std::string render_json(const Classification& result) {
     out["line"] = result.line ? nlohmann::ordered_json(*result.line) : nlohmann::ordered_json(nullptr);
     out["signature"] = result.signature ? nlohmann::ordered_json(*result.signature) : nlohmann::ordered_json(nullptr);
     out["rule"] = result.rule ? nlohmann::ordered_json(*result.rule) : nlohmann::ordered_json(nullptr);
+    out["path"] = result.path ? nlohmann::ordered_json(*result.path) : nlohmann::ordered_json(nullptr);
     return out.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
 

@@ -22,16 +22,28 @@ enum class Verdict { Success, RunnerFailure, Denial, Failure };
 std::string_view to_string(Verdict verdict);
 
 // A verdict and its evidence: the matched line (its first kEvidenceBytes bytes, a trailing
-// `\r` removed), the signature it contained, and for a runner failure the rule's index.
+// `\r` removed), the signature it contained, for a runner failure the rule's index, and for a
+// denial the path the line names, if it names one (denied_path).
 struct Classification {
     Verdict verdict = Verdict::Failure;
     int exitCode = 0;
     std::optional<std::string> line;
     std::optional<std::string> signature;
     std::optional<std::size_t> rule;
+    std::optional<std::string> path;
 };
 
 inline constexpr std::size_t kEvidenceBytes = 4096;
+inline constexpr std::size_t kMaxProbes = 8;  // byte pairs the skip looks for (see plan_probes)
+
+// A denial signature made only of capital letters and digits, beginning with a letter, names an
+// errno (EACCES, EROFS): it matches only as a whole word, so never inside EACCESSIBLE or XEROFS.
+// Word bytes are ASCII letters, digits and '_'. Case is still folded, as for every signature.
+bool is_word_signature(std::string_view signature);
+
+// Where `signature` first occurs in `line` as the classifier matches a denial signature (ASCII
+// case folded; a word signature only as a whole word), or npos.
+std::size_t find_signature(std::string_view line, std::string_view signature);
 
 // Rejects empty signatures, an empty fatalSignatures, and exit codes outside 1..255.
 void validate_dialect(const Dialect& dialect);
@@ -52,6 +64,7 @@ private:
         std::string text;  // lowercased
         int rule;          // -1 for a denial signature
         std::size_t index; // within the rule's or the denial list
+        bool word;         // a whole word only (is_word_signature)
     };
     struct Hit {
         std::string line;
@@ -64,7 +77,9 @@ private:
     void plan_skip();
     std::size_t skip(const unsigned char* data, std::size_t from, std::size_t size) const;
     std::size_t advance(const unsigned char* data, std::size_t from, std::size_t size);
-    void record_hits();
+    void record_hits(const unsigned char* data, std::size_t end, std::size_t size, std::size_t before);
+    bool word_starts(const unsigned char* data, std::size_t start_in_line, std::size_t before) const;
+    void mark(std::uint32_t pattern);
     void scan(const char* data, std::size_t size);
     void scan_lines(const char* data, std::size_t size);
     void end_line();
@@ -85,7 +100,7 @@ private:
     // The jump ahead while no match is in progress. Once the first kProbeSample bytes are
     // counted: a vectorizable search for a few byte pairs (probes), one of which every
     // signature holds near its start. Before that, or without such pairs (a one-byte
-    // signature, or more than four needed): Horspool over the signatures' first
+    // signature, or more than kMaxProbes needed): Horspool over the signatures' first
     // anchor_length_ bytes; a window whose last byte cannot end an anchor moves on by
     // shift_[byte], one whose last byte can (shift_ 0) is compared with those anchors.
     bool use_probes_ = false;
@@ -93,7 +108,8 @@ private:
     std::size_t sampled_ = 0;
     std::array<std::uint16_t, 256> pair_row_{};  // while sampling: pairs seen, by probe bytes
     std::vector<std::uint16_t> pair_counts_;
-    std::array<std::array<unsigned char, 2>, 4> probes_{};
+    std::array<std::array<unsigned char, 2>, kMaxProbes> probes_{};
+    std::size_t probe_count_ = 0;  // probes_ in use
     std::size_t probe_reach_ = 0;
     std::size_t anchor_length_ = 1;
     std::array<std::uint8_t, 256> shift_{};
@@ -109,6 +125,12 @@ private:
     std::size_t prefix_limit_ = kEvidenceBytes;
     std::size_t line_length_ = 0;
     bool line_open_ = false;
+    // For word signatures, which need the bytes around a match: the line's last longest_word_
+    // bytes before the current piece, and the word matches that end where the piece ends (the
+    // byte after them is the next piece's first, or the end of the line).
+    std::size_t longest_word_ = 0;
+    std::string tail_;
+    std::vector<std::uint32_t> pending_;
 
     std::vector<std::optional<Hit>> rule_hits_;
     std::optional<Hit> denial_hit_;

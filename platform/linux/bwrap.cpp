@@ -147,17 +147,8 @@ Expected<ConfinedArgv> BwrapBackend::confine(const std::vector<std::string>& arg
     out.argv = build_argv(layout, argv, policy);
     out.backend = name();
     out.enforcement = SandboxEnforcement::Full;
-    Dialect rules = dialect();
-    out.denialSignatures = rules.denialSignatures;
-    // A hidden path is an empty directory or file of mode 000: reading it is EACCES.
-    if (!policy.unreadablePaths.empty()) out.denialSignatures.push_back("permission denied");
-    // A protected path is a mount point: renaming or removing it is EBUSY, linking across it EXDEV.
-    if (!policy.protectedPaths.empty())
-        out.denialSignatures.insert(out.denialSignatures.end(), {"device or resource busy", "invalid cross-device link"});
-    // The stage's filter refuses sockets with EPERM; the namespace has no route out.
-    if (policy.network == NetworkPolicy::Deny)
-        out.denialSignatures.insert(out.denialSignatures.end(), {"operation not permitted", "network is unreachable"});
-    out.runnerFailureRules = rules.runnerFailureRules;
+    out.denialSignatures = bwrap::denial_signatures(policy);
+    out.runnerFailureRules = dialect().runnerFailureRules;
     out.writableRoots = writable_roots(policy, layout);
     out.passedFds = {0, 1, 2};
     out.passedFds.insert(out.passedFds.end(), policy.keepFds.begin(), policy.keepFds.end());

@@ -1,5 +1,6 @@
 #include "bwrap_argv.hpp"
 
+#include "../../lib/denial_words.hpp"
 
 namespace dsh::bwrap {
 
@@ -87,9 +88,28 @@ std::vector<std::string> writable_roots(const SandboxPolicy& policy, const Layou
     return roots;
 }
 
+std::vector<std::string> denial_signatures(const SandboxPolicy& policy) {
+    std::vector<std::string> out;
+    add_denial_words(out, DeniedErrno::Erofs);
+    if (policy.mode == ConfinedSandboxMode::WorkspaceWrite) add_denial_words(out, DeniedErrno::Exdev);
+    // A hidden path is an empty directory or file of mode 000: reading it is EACCES.
+    if (!policy.unreadablePaths.empty()) add_denial_words(out, DeniedErrno::Eacces);
+    // A protected path is a mount point: renaming or removing it is EBUSY, linking across it EXDEV.
+    if (!policy.protectedPaths.empty()) {
+        add_denial_words(out, DeniedErrno::Ebusy);
+        add_denial_words(out, DeniedErrno::Exdev);
+    }
+    // The stage's filter refuses sockets with EPERM; the namespace has no route out.
+    if (policy.network == NetworkPolicy::Deny) {
+        add_denial_words(out, DeniedErrno::Eperm);
+        add_denial_words(out, DeniedErrno::Enetunreach);
+    }
+    return out;
+}
+
 Dialect dialect(const std::vector<std::string>& extra_informational_lines) {
     Dialect out;
-    out.denialSignatures = {"read-only file system"};
+    out.denialSignatures = denial_signatures(SandboxPolicy{});  // read-only, no hidden paths, the network allowed
     RunnerFailureRule rule;
     rule.allowedExitCodes = std::vector<int>{1};
     // From bubblewrap's die() calls (0.1 to 0.13), each with the "bwrap: " prefix every

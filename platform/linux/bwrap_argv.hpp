@@ -57,7 +57,15 @@ std::vector<std::string> build_argv(const Layout& layout, const std::vector<std:
                                     const SandboxPolicy& policy);
 std::vector<std::string> writable_roots(const SandboxPolicy& policy, const Layout& layout);
 
-// The denial text (EROFS) and the runner-failure rules for every message bubblewrap prints
+// The denial text of a call with `policy`: EROFS always (every write outside the writable
+// roots meets a read-only bind); in workspace-write, EXDEV (a hard link or rename between a
+// writable root and another mount: each root is a bind mount of its own); EACCES where paths
+// are hidden (each is an empty directory or
+// file of mode 000); with the network denied, EPERM (the stage's filter refuses sockets) and
+// ENETUNREACH (the namespace has no route out). The words of each: lib/denial_words.hpp.
+std::vector<std::string> denial_signatures(const SandboxPolicy& policy);
+
+// The denial text every call has (EROFS) and the runner-failure rules for every message bubblewrap prints
 // when it fails before executing the command, gated to its exit status 1. `bwrap: execvp`
 // (the command missing inside the sandbox) is deliberately absent: that is the command's
 // own failure, not the runner's.

@@ -303,16 +303,14 @@ Expected<ConfinedArgv> LandlockBackend::confine(const std::vector<std::string>& 
     out.backend = name();
     out.enforcementGaps = enforcement_gaps(abi, policy);
     out.enforcement = out.enforcementGaps.empty() ? SandboxEnforcement::Full : SandboxEnforcement::Partial;
-    Dialect rules = dialect();
-    out.denialSignatures = rules.denialSignatures;
-    out.runnerFailureRules = rules.runnerFailureRules;
+    out.denialSignatures = landlock::denial_signatures(policy);
+    out.runnerFailureRules = dialect().runnerFailureRules;
     out.writableRoots = writable_roots(args);
     out.passedFds = {0, 1, 2};
     out.passedFds.insert(out.passedFds.end(), policy.keepFds.begin(), policy.keepFds.end());
     out.protectedPaths = policy.protectedPaths;
     out.unreadablePaths = policy.unreadablePaths;
     out.network = policy.network;
-    if (policy.network == NetworkPolicy::Deny) out.denialSignatures.push_back("operation not permitted");
     return out;
 }
 

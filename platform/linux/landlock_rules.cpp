@@ -1,5 +1,7 @@
 #include "landlock_rules.hpp"
 
+#include "../../lib/denial_words.hpp"
+
 namespace dsh::landlock {
 
 std::uint64_t handled_access(int abi) {
@@ -133,9 +135,17 @@ std::vector<std::string> writable_roots(const RunnerArgs& args) {
     return roots;
 }
 
+std::vector<std::string> denial_signatures(const SandboxPolicy& policy) {
+    std::vector<std::string> out;
+    add_denial_words(out, DeniedErrno::Eacces);
+    add_denial_words(out, DeniedErrno::Exdev);
+    if (policy.network == NetworkPolicy::Deny) add_denial_words(out, DeniedErrno::Eperm);
+    return out;
+}
+
 Dialect dialect(const std::vector<std::string>& extra_informational_lines) {
     Dialect out;
-    out.denialSignatures = {"permission denied", "invalid cross-device link"};
+    out.denialSignatures = denial_signatures(SandboxPolicy{});  // the network allowed
     RunnerFailureRule rule;
     rule.allowedExitCodes = std::vector<int>{125};
     rule.fatalSignatures = {"dsh-confine: error: LANDLOCK: "};

@@ -106,7 +106,12 @@ std::vector<std::string> build_argv(const std::string& runner, const RunnerArgs&
 RunnerArgs runner_args(const SandboxPolicy& policy, unsigned uid, const std::optional<int>& max_abi = std::nullopt);
 std::vector<std::string> writable_roots(const RunnerArgs& args);
 
-// EACCES from a denied open or create; EXDEV where reparenting is refused; the runner's own
+// The denial text of a call with `policy`: EACCES (a denied open, create, truncate, TCP bind or
+// connect) and EXDEV (a link or rename Landlock refuses to reparent) always; EPERM with the
+// network denied (the runner's filter refuses sockets). The words of each: lib/denial_words.hpp.
+std::vector<std::string> denial_signatures(const SandboxPolicy& policy);
+
+// EACCES and EXDEV as every call has them; the runner's own
 // failures carry `dsh-confine: error: LANDLOCK:` and exit 125 before the command starts.
 Dialect dialect(const std::vector<std::string>& extra_informational_lines);
 

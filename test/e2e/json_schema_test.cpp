@@ -271,6 +271,31 @@ TEST_F(JsonSchema, VerdictOfEachKind) {
     }
 }
 
+TEST_F(JsonSchema, VerdictPathOnlyForADenial) {
+    const std::string input = scratch / "stderr-path";
+    e2e::write_file(input, "touch: cannot touch '/etc/x': Read-only file system\n");
+    const ordered_json denial = ordered_json::parse(
+        output({"classify", "--plan", rules_plan(), "--exit-code", "1", "--stderr", input, "--format", "json"}));
+    EXPECT_EQ(denial["path"], "/etc/x") << denial.dump();
+    EXPECT_TRUE(Valid(schema("verdict.schema.json"), denial.dump()));
+    ordered_json unnamed = denial;
+    unnamed["path"] = nullptr;
+    EXPECT_TRUE(Valid(schema("verdict.schema.json"), unnamed.dump()));
+    ordered_json older = denial;  // a verdict printed before `path` existed
+    older.erase("path");
+    EXPECT_TRUE(Valid(schema("verdict.schema.json"), older.dump()));
+    ordered_json empty = denial;
+    empty["path"] = "";
+    EXPECT_TRUE(Invalid(schema("verdict.schema.json"), empty.dump()));
+
+    const ordered_json failure = ordered_json::parse(
+        output({"classify", "--plan", rules_plan(), "--exit-code", "1", "--stderr", "/dev/null", "--format", "json"}));
+    EXPECT_TRUE(failure.contains("path") && failure["path"].is_null()) << failure.dump();
+    ordered_json misplaced = failure;
+    misplaced["path"] = "/etc/x";
+    EXPECT_TRUE(Invalid(schema("verdict.schema.json"), misplaced.dump()));
+}
+
 TEST_F(JsonSchema, VerdictFromABackendsDialect) {
     e2e::RunOptions o = options();
     o.input = "bwrap: Can't find source path /nix: No such file or directory\n";
@@ -291,6 +316,7 @@ TEST_F(JsonSchema, RunReportOfAConfinedFailureAndDenial) {
 
     dsh({"run", "--mode", "read-only", "--report", report, "--", "sh", "-c", "echo x > '" + (scratch / "ws/f") + "'"});
     EXPECT_TRUE(contains(e2e::read_file(report), "\"verdict\":\"denial\"")) << e2e::read_file(report);
+    EXPECT_TRUE(contains(e2e::read_file(report), "\"path\":\"" + (scratch / "ws/f") + "\"")) << e2e::read_file(report);
     EXPECT_TRUE(Valid(schema("report.schema.json"), e2e::read_file(report)));
 }
 

@@ -1,7 +1,7 @@
 // Fuzzes the streaming classifier against the algorithm of docs/classify.md written the plain
 // way (whole lines, substring search): the input decodes into a dialect, an exit status, a
-// stderr text and the chunk sizes it is fed in. The verdict and its evidence must not depend
-// on the chunking, and must be the plain algorithm's.
+// stderr text and the chunk sizes it is fed in. The verdict and its evidence (the path a denial
+// names included) must not depend on the chunking, and must be the plain algorithm's.
 #include <fuzzer/FuzzedDataProvider.h>
 
 #include <algorithm>
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "lib/classify.hpp"
+#include "lib/denied_path.hpp"
 
 namespace {
 
@@ -34,10 +35,31 @@ std::string upper(std::string_view text) {
     return out;
 }
 
-// The first signature of `list`, in list order, that the folded line contains.
-const std::string* first_contained(const std::vector<std::string>& list, const std::string& line) {
+bool word_byte(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+// Capitals and digits, beginning with a capital: an errno name, matched as a whole word.
+bool errno_name(const std::string& signature) {
+    if (signature.empty() || signature[0] < 'A' || signature[0] > 'Z') return false;
+    return std::all_of(signature.begin(), signature.end(), [](char c) { return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); });
+}
+
+bool contains(const std::string& line, const std::string& signature, bool words) {
+    const std::string needle = folded(signature);
+    if (!words || !errno_name(signature)) return line.find(needle) != std::string::npos;
+    for (std::size_t at = line.find(needle); at != std::string::npos; at = line.find(needle, at + 1)) {
+        const std::size_t end = at + needle.size();
+        if ((at == 0 || !word_byte(line[at - 1])) && (end == line.size() || !word_byte(line[end]))) return true;
+    }
+    return false;
+}
+
+// The first signature of `list`, in list order, that the folded line contains (errno names of
+// the denial list as whole words).
+const std::string* first_contained(const std::vector<std::string>& list, const std::string& line, bool words) {
     for (const auto& signature : list)
-        if (line.find(folded(signature)) != std::string::npos) return &signature;
+        if (contains(line, signature, words)) return &signature;
     return nullptr;
 }
 
@@ -61,12 +83,12 @@ dsh::Classification plain_classify(const dsh::Dialect& dialect, std::string_view
         if (!stripped.empty() && stripped.back() == '\r') stripped.remove_suffix(1);
         const std::string evidence(stripped.substr(0, dsh::kEvidenceBytes));
         if (!denial_hit)
-            if (const std::string* s = first_contained(dialect.denialSignatures, line_folded))
+            if (const std::string* s = first_contained(dialect.denialSignatures, line_folded, true))
                 denial_hit = Hit{evidence, *s};
         for (std::size_t r = 0; r < rule_hits.size(); ++r) {
             const auto& rule = dialect.runnerFailureRules[r];
             if (rule_hits[r]) continue;
-            const std::string* s = first_contained(rule.fatalSignatures, line_folded);
+            const std::string* s = first_contained(rule.fatalSignatures, line_folded, false);
             if (!s) continue;
             const bool informational = std::any_of(rule.informationalLines.begin(), rule.informationalLines.end(),
                                                    [&](const std::string& info) { return folded(info) == folded(stripped); });
@@ -93,13 +115,14 @@ dsh::Classification plain_classify(const dsh::Dialect& dialect, std::string_view
         result.verdict = dsh::Verdict::Denial;
         result.line = denial_hit->line;
         result.signature = denial_hit->signature;
+        result.path = dsh::denied_path(*result.line, *result.signature);
     }
     return result;
 }
 
 bool same(const dsh::Classification& a, const dsh::Classification& b) {
     return a.verdict == b.verdict && a.exitCode == b.exitCode && a.line == b.line && a.signature == b.signature &&
-           a.rule == b.rule;
+           a.rule == b.rule && a.path == b.path;
 }
 
 std::string nonempty(std::string text) { return text.empty() ? std::string("e") : text; }
@@ -133,7 +156,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     dsh::Dialect dialect;
     std::vector<std::string> signatures, infos;
     const int denials = in.ConsumeIntegralInRange(0, 3);
-    for (int i = 0; i < denials; ++i) dialect.denialSignatures.push_back(nonempty(in.ConsumeRandomLengthString(24)));
+    for (int i = 0; i < denials; ++i) {
+        std::string signature = nonempty(in.ConsumeRandomLengthString(24));
+        if (in.ConsumeBool()) {  // an errno name, matched as a word: capitals and digits
+            for (char& c : signature) {
+                const auto b = static_cast<unsigned char>(c);
+                c = b % 4 == 0 ? static_cast<char>('0' + b % 10) : static_cast<char>('A' + b % 26);
+            }
+            signature[0] = static_cast<char>('A' + static_cast<unsigned char>(signature[0]) % 26);
+        }
+        dialect.denialSignatures.push_back(signature);
+    }
     signatures = dialect.denialSignatures;
     const int rules = in.ConsumeIntegralInRange(0, 3);
     for (int r = 0; r < rules; ++r) {
@@ -181,6 +214,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         require(!result->line || result->line->size() <= dsh::kEvidenceBytes);
         require(result->rule.has_value() == (result->verdict == dsh::Verdict::RunnerFailure));
         require(result->line.has_value() == result->signature.has_value());
+        // A path only for a denial, and always text of its line.
+        require(!result->path || (result->verdict == dsh::Verdict::Denial && !result->path->empty() &&
+                                  result->line->find(*result->path) != std::string::npos));
     }
     require(runner_rules || streamed.verdict != dsh::Verdict::RunnerFailure);
     return 0;

@@ -296,6 +296,65 @@ TEST(BwrapDialect, ReadOnlyFileSystemIsDenial) {
     EXPECT_EQ(result.signature, "read-only file system");
 }
 
+bool contains(const std::vector<std::string>& list, const std::string& item) {
+    return std::find(list.begin(), list.end(), item) != list.end();
+}
+
+TEST(BwrapDialect, NamesOnlyWhatBubblewrapProduces) {
+    const auto base = bwrap::dialect({}).denialSignatures;
+    EXPECT_TRUE(contains(base, "read-only file system"));
+    EXPECT_TRUE(contains(base, "EROFS"));
+    for (const char* other : {"permission denied", "EACCES", "EXDEV", "EPERM", "operation not permitted"})
+        EXPECT_FALSE(contains(base, other)) << other;
+    EXPECT_EQ(bwrap::denial_signatures(SandboxPolicy{}), base);
+}
+
+TEST(BwrapDialect, WorkspaceWriteAddsExdev) {
+    SandboxPolicy policy;
+    policy.mode = ConfinedSandboxMode::WorkspaceWrite;
+    const auto signatures = bwrap::denial_signatures(policy);
+    EXPECT_TRUE(contains(signatures, "invalid cross-device link"));
+    EXPECT_TRUE(contains(signatures, "EXDEV"));
+    EXPECT_FALSE(contains(bwrap::dialect({}).denialSignatures, "EXDEV"));
+}
+
+TEST(BwrapDialect, HiddenPathsAddEacces) {
+    SandboxPolicy policy;
+    policy.unreadablePaths = {"/secret"};
+    const auto signatures = bwrap::denial_signatures(policy);
+    EXPECT_TRUE(contains(signatures, "permission denied"));
+    EXPECT_TRUE(contains(signatures, "EACCES"));
+    EXPECT_FALSE(contains(signatures, "EPERM"));
+    // Python's words for "no temp dir is writable" belong to both errnos, and appear once.
+    EXPECT_EQ(std::count(signatures.begin(), signatures.end(), "no usable temporary directory"), 1);
+}
+
+TEST(BwrapDialect, ProtectedPathsAddEbusyAndExdev) {
+    SandboxPolicy policy;  // read-only: EXDEV comes only from the protected path's mount
+    policy.protectedPaths = {"/ws/.git/hooks"};
+    const auto signatures = bwrap::denial_signatures(policy);
+    for (const char* word : {"device or resource busy", "EBUSY", "invalid cross-device link", "EXDEV"})
+        EXPECT_TRUE(contains(signatures, word)) << word;
+    EXPECT_FALSE(contains(bwrap::dialect({}).denialSignatures, "EBUSY"));
+    EXPECT_EQ(bwrap_verdict("mv: cannot move '.git/hooks' to 'h': Device or resource busy\n", 1), Verdict::Failure);
+}
+
+TEST(BwrapDialect, ADeniedNetworkAddsEpermAndEnetunreach) {
+    SandboxPolicy policy;
+    policy.network = NetworkPolicy::Deny;
+    const auto signatures = bwrap::denial_signatures(policy);
+    for (const char* word : {"operation not permitted", "EPERM", "network is unreachable", "ENETUNREACH"})
+        EXPECT_TRUE(contains(signatures, word)) << word;
+    EXPECT_FALSE(contains(signatures, "EACCES"));
+}
+
+TEST(BwrapDialect, ErrnoNamesAreWholeWords) {
+    EXPECT_EQ(bwrap_verdict("Error: EROFS: read-only file system, open '/ws/x'\n", 1), Verdict::Denial);
+    EXPECT_EQ(bwrap_verdict("npm error code EROFS\n", 1), Verdict::Denial);
+    EXPECT_EQ(bwrap_verdict("mkfs.XEROFS: bad superblock\n", 1), Verdict::Failure);
+    EXPECT_EQ(bwrap_verdict("npm error code EACCES\n", 1), Verdict::Failure);  // not bubblewrap's
+}
+
 TEST(LandlockHandledAccess, AbiZeroHandlesNothing) { EXPECT_EQ(landlock::handled_access(0), 0u); }
 
 TEST(LandlockHandledAccess, AbiOneIsBitsZeroToTwelve) { EXPECT_EQ(landlock::handled_access(1), 0x1FFFu); }
@@ -512,6 +571,31 @@ TEST(LandlockDialect, PermissionDeniedIsDenial) {
 
 TEST(LandlockDialect, CrossDeviceLinkIsDenial) {
     EXPECT_EQ(landlock_verdict("mv: cannot move 'a' to '/ws/b': Invalid cross-device link\n", 1), Verdict::Denial);
+}
+
+TEST(LandlockDialect, NamesOnlyWhatLandlockProduces) {
+    const auto base = landlock::dialect({}).denialSignatures;
+    for (const char* word : {"permission denied", "EACCES", "java.nio.file.AccessDeniedException", "invalid cross-device link",
+                             "EXDEV"})
+        EXPECT_TRUE(contains(base, word)) << word;
+    for (const char* other : {"read-only file system", "EROFS", "EPERM", "operation not permitted"})
+        EXPECT_FALSE(contains(base, other)) << other;
+    EXPECT_EQ(landlock::denial_signatures(SandboxPolicy{}), base);
+    SandboxPolicy policy;
+    policy.network = NetworkPolicy::Deny;
+    const auto denied = landlock::denial_signatures(policy);
+    EXPECT_TRUE(contains(denied, "operation not permitted"));
+    EXPECT_TRUE(contains(denied, "EPERM"));
+}
+
+TEST(LandlockDialect, ToolsOwnWordsAreDenials) {
+    EXPECT_EQ(landlock_verdict("npm error code EACCES\n", 1), Verdict::Denial);
+    EXPECT_EQ(landlock_verdict("Error: EXDEV: cross-device link not permitted, link '/a' -> '/b'\n", 1),
+              Verdict::Denial);
+    EXPECT_EQ(landlock_verdict("Exception in thread \"main\" java.nio.file.AccessDeniedException: /ws/x\n", 1),
+              Verdict::Denial);
+    EXPECT_EQ(landlock_verdict("EACCESSIBLE\n", 1), Verdict::Failure);
+    EXPECT_EQ(landlock_verdict("Error: EROFS: read-only file system\n", 1), Verdict::Failure);  // not Landlock's
 }
 
 TEST(LandlockDialect, RunnerErrorOnExit125IsRunnerFailure) {

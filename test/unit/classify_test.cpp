@@ -202,6 +202,90 @@ TEST(Classify, InvalidUtf8DoesNotStopMatching) {
     EXPECT_EQ(result.line, "\xff\xfe\xc3 Permission denied \xe2\x82");
 }
 
+// Errno names (a signature of capitals and digits) match only as whole words.
+Dialect errno_dialect() {
+    Dialect dialect;
+    dialect.denialSignatures = {"read-only file system", "EROFS", "EACCES"};
+    return dialect;
+}
+
+TEST(WordSignature, IsCapitalsAndDigitsBeginningWithALetter) {
+    EXPECT_TRUE(is_word_signature("EACCES"));
+    EXPECT_TRUE(is_word_signature("E2BIG"));
+    EXPECT_FALSE(is_word_signature("2BIG"));
+    EXPECT_FALSE(is_word_signature("Eacces"));
+    EXPECT_FALSE(is_word_signature("E_ACCES"));
+    EXPECT_FALSE(is_word_signature("EACCES:"));
+    EXPECT_FALSE(is_word_signature(""));
+}
+
+TEST(WordSignature, MatchesBetweenWordBoundaries) {
+    for (const char* line : {"npm error code EACCES", "EACCES", "Error: EACCES: permission denied", "code: 'EACCES',",
+                             "(EACCES)", "-EACCES\r", "errno=EACCES."}) {
+        const Classification result = classify(errno_dialect(), std::string(line) + "\n", 1);
+        EXPECT_EQ(result.verdict, Verdict::Denial) << line;
+        EXPECT_EQ(result.signature, "EACCES") << line;
+    }
+}
+
+TEST(WordSignature, DoesNotMatchInsideAWord) {
+    for (const char* line : {"EACCESSIBLE", "XEROFS", "EROFS_MAGIC", "_EACCES", "EACCES2", "ISEACCES_OK", "erofs9"})
+        EXPECT_EQ(classify(errno_dialect(), std::string(line) + "\n", 1).verdict, Verdict::Failure) << line;
+}
+
+TEST(WordSignature, FoldsCaseLikeEverySignature) {
+    EXPECT_EQ(classify(errno_dialect(), "{error,eacces}\n", 1).verdict, Verdict::Denial);
+}
+
+TEST(WordSignature, ALaterWholeOccurrenceOnTheSameLineCounts) {
+    const Classification result = classify(errno_dialect(), "XEROFS then EROFS\n", 1);
+    EXPECT_EQ(result.verdict, Verdict::Denial);
+    EXPECT_EQ(result.line, "XEROFS then EROFS");
+}
+
+TEST(WordSignature, ASubstringSignatureStillMatchesInsideWords) {
+    EXPECT_EQ(classify(errno_dialect(), "xread-only file systems\n", 1).verdict, Verdict::Denial);
+}
+
+TEST(WordSignature, BoundariesAcrossFeedsOfEverySize) {
+    const std::string texts[] = {"ok\nsay EROFS\n", "XEROFS\nEROFSX\n", "a EROFS", "EROFS", "aaEROFSbb EROFS!\n",
+                                 "EACCESSIBLE EACCES\n", "xEACCES\n"};
+    for (const std::string& text : texts) {
+        const Classification whole = classify(errno_dialect(), text, 1);
+        for (std::size_t piece = 1; piece <= text.size(); ++piece) {
+            StreamClassifier stream(errno_dialect());
+            for (std::size_t at = 0; at < text.size(); at += piece) stream.feed(std::string_view(text).substr(at, piece));
+            const Classification result = stream.finish(1);
+            EXPECT_EQ(result.verdict, whole.verdict) << text << " in pieces of " << piece;
+            EXPECT_EQ(result.line, whole.line) << text << " in pieces of " << piece;
+        }
+    }
+    EXPECT_EQ(classify(errno_dialect(), "a EROFS", 1).verdict, Verdict::Denial);
+    EXPECT_EQ(classify(errno_dialect(), "XEROFS\nEROFSX\n", 1).verdict, Verdict::Failure);
+    EXPECT_EQ(classify(errno_dialect(), "xEACCES\n", 1).verdict, Verdict::Failure);
+}
+
+TEST(WordSignature, WordBoundaryAfterALongLinePrefix) {
+    StreamClassifier stream(errno_dialect());
+    stream.feed(std::string(10000, 'x'));
+    stream.feed(" ERO");
+    stream.feed("FS");
+    stream.feed("\n");
+    EXPECT_EQ(stream.finish(1).verdict, Verdict::Denial);
+    StreamClassifier glued(errno_dialect());
+    glued.feed(std::string(10000, 'x'));
+    glued.feed("ERO");
+    glued.feed("FS\n");
+    EXPECT_EQ(glued.finish(1).verdict, Verdict::Failure);
+}
+
+TEST(FindSignature, FollowsTheClassifiersRules) {
+    EXPECT_EQ(find_signature("x: Read-Only File System", "read-only file system"), 3u);
+    EXPECT_EQ(find_signature("XEROFS EROFS", "EROFS"), 7u);
+    EXPECT_EQ(find_signature("XEROFS", "EROFS"), std::string_view::npos);
+    EXPECT_EQ(find_signature("nothing", "EROFS"), std::string_view::npos);
+}
+
 TEST(StreamClassifier, OneByteFeedsGiveTheSameResultAsOneFeed) {
     const std::string text = "noise line\r\nrunner: notice only\nsome\0thing\nX RUNNER: DIED here\r\nPermission denied\n"s;
     const Classification whole = classify(sample_dialect(), text, 125);
@@ -280,12 +364,25 @@ TEST(RenderJson, CarriesEveryFieldInOrder) {
     const Classification result = classify(sample_dialect(), "runner: died\n", 125);
     EXPECT_EQ(render_json(result),
               "{\"verdict\":\"runner-failure\",\"exitCode\":125,\"line\":\"runner: died\","
-              "\"signature\":\"runner: \",\"rule\":0}\n");
+              "\"signature\":\"runner: \",\"rule\":0,\"path\":null}\n");
 }
 
 TEST(RenderJson, AbsentEvidenceIsNull) {
     EXPECT_EQ(render_json(classify(sample_dialect(), "", 0)),
-              "{\"verdict\":\"success\",\"exitCode\":0,\"line\":null,\"signature\":null,\"rule\":null}\n");
+              "{\"verdict\":\"success\",\"exitCode\":0,\"line\":null,\"signature\":null,\"rule\":null,\"path\":null}\n");
+}
+
+TEST(RenderJson, ADenialCarriesThePathItsLineNames) {
+    EXPECT_EQ(render_json(classify(sample_dialect(), "ok\nsh: 1: cannot create /etc/x: Permission denied\n", 2)),
+              "{\"verdict\":\"denial\",\"exitCode\":2,\"line\":\"sh: 1: cannot create /etc/x: Permission denied\","
+              "\"signature\":\"Permission denied\",\"rule\":null,\"path\":\"/etc/x\"}\n");
+}
+
+TEST(Classify, OnlyADenialGetsAPath) {
+    EXPECT_EQ(classify(sample_dialect(), "cat: /x: Permission denied\n", 1).path, "/x");
+    EXPECT_FALSE(classify(sample_dialect(), "runner: /x: Permission denied\n", 125).path.has_value());
+    EXPECT_FALSE(classify(sample_dialect(), "cat: /x: Permission denied\n", 0).path.has_value());
+    EXPECT_FALSE(classify(sample_dialect(), "Permission denied\n", 1).path.has_value());
 }
 
 TEST(RenderText, FirstLineIsTheVerdictWord) {
@@ -300,6 +397,8 @@ TEST(RenderText, FirstLineIsTheVerdictWord) {
 TEST(RenderText, ListsTheEvidence) {
     EXPECT_EQ(render_text(classify(sample_dialect(), "runner: died\n", 125)),
               "runner-failure\nsignature: runner: \nrule: 0\nline: runner: died\n");
+    EXPECT_EQ(render_text(classify(sample_dialect(), "cat: /x: Permission denied\n", 1)),
+              "denial\nsignature: Permission denied\npath: /x\nline: cat: /x: Permission denied\n");
 }
 
 TEST(VerdictNames, AreTheContractWords) {
