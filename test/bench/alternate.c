@@ -6,10 +6,11 @@
  *   alternate -p PARALLEL [-d SECONDS] [-r ROUNDS] -- NAME ARGV... ::: ...
  *
  * Each run: stdin, stdout and stderr on /dev/null, timed from just before posix_spawn to the
- * return of wait4 (CLOCK_MONOTONIC). One line per command on stdout:
+ * return of wait4 (CLOCK_MONOTONIC). The next run starts once every process it left (reparented
+ * here: alternate is a subreaper on Linux) has been reaped too. One line per command on stdout:
  *   NAME MEDIAN_US P25_US P75_US MIN_US CPU_MEDIAN_US MAXRSS_KB EXIT
- * CPU is user + system time of the process and the children it waited for (wait4's rusage):
- * steadier than wall time on a busy machine. EXIT is the status of the last run (a signal
+ * CPU is user + system time of the process, the children it waited for and those it left behind
+ * (wait4's rusage): steadier than wall time on a busy machine. EXIT is the status of the last run (a signal
  * shows as 128+N); MAXRSS_KB the largest ru_maxrss over the runs. It reports and never judges: the exit status is always 0 once
  * every command could be started.
  *
@@ -27,6 +28,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -66,6 +70,15 @@ static double cpu_us(const struct rusage* usage) {
            (double)(usage->ru_utime.tv_usec + usage->ru_stime.tv_usec);
 }
 
+/* Processes a command leaves behind come to us rather than to init, so that their CPU is counted
+ * and each run ends only once they are gone. bubblewrap's parent exits without reaping its pid
+ * namespace's init: without this, the exec path's CPU would miss the whole sandbox. */
+static void become_subreaper(void) {
+#ifdef PR_SET_CHILD_SUBREAPER
+    prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+#endif
+}
+
 static double run_once(struct command* c, posix_spawn_file_actions_t* actions, double* cpu) {
     pid_t pid;
     const double start = now_us();
@@ -80,7 +93,14 @@ static double run_once(struct command* c, posix_spawn_file_actions_t* actions, d
     }
     const double elapsed = now_us() - start;
     if (usage.ru_maxrss > c->maxrss_kb) c->maxrss_kb = usage.ru_maxrss;
-    if (cpu) *cpu = cpu_us(&usage);
+    double spent = cpu_us(&usage);
+    /* What the command left running was reparented to us (a subreaper): its CPU counts too. */
+    struct rusage orphan;
+    for (;;) {
+        if (wait4(-1, NULL, 0, &orphan) > 0) spent += cpu_us(&orphan);
+        else if (errno != EINTR) break;
+    }
+    if (cpu) *cpu = spent;
     c->last_exit = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     return elapsed;
 }
@@ -94,6 +114,7 @@ struct worker_report {
 };
 
 static void work(struct command* c, posix_spawn_file_actions_t* actions, double seconds, int out) {
+    become_subreaper();
     struct worker_report report = {0, 0, 0, 0};
     const double start = now_us(), deadline = start + seconds * 1e6;
     while (now_us() < deadline) {
@@ -177,6 +198,7 @@ int main(int argc, char** argv) {
         return 2;
     }
 
+    become_subreaper();
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);

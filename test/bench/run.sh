@@ -10,7 +10,7 @@
 # limit (ulimit -n in a subshell), and the two are printed side by side.
 #
 # Environment: BENCH_ROUNDS (exec rounds, default 300), BENCH_PIPE_MB (stdout through a pipe,
-# default 300 MiB), BENCH_PIPE_ROUNDS (default 11), BENCH_PARALLEL (loops at once, default 8),
+# default 300 MiB), BENCH_PIPE_ROUNDS (default 21), BENCH_PARALLEL (loops at once, default 8),
 # BENCH_PARALLEL_SECONDS (each command's time under them, default 5), BENCH_CLASSIFY_ROUNDS
 # (default 7), BENCH_MB (size of the classify input in MiB, default 300), BENCH_KEEP=1 keeps the
 # work directory. Runs as root or not; a backend this host cannot use is reported and skipped.
@@ -24,7 +24,7 @@ bin=$build/dsh-confine
 rounds=${BENCH_ROUNDS:-300}
 classify_rounds=${BENCH_CLASSIFY_ROUNDS:-7}
 pipe_mb=${BENCH_PIPE_MB:-300}
-pipe_rounds=${BENCH_PIPE_ROUNDS:-11}
+pipe_rounds=${BENCH_PIPE_ROUNDS:-21}
 parallel=${BENCH_PARALLEL:-8}
 parallel_seconds=${BENCH_PARALLEL_SECONDS:-5}
 megabytes=${BENCH_MB:-300}
