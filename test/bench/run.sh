@@ -51,6 +51,8 @@ floor=$(helper landlock_floor) || floor=
 hardened_floor=$(helper landlock_floor_hardened landlock_floor -DLANDLOCK_FLOOR_HARDENED) || hardened_floor=
 # The least any wrapper costs: exec only, a static PIE where cc can link one.
 exec_floor=$(helper exec_floor exec_floor -static-pie) || exec_floor=$(helper exec_floor) || exec_floor=
+# The least a supervisor (run) adds: fork, exec, wait.
+supervise_floor=$(helper supervise_floor supervise_floor -static-pie) || supervise_floor=$(helper supervise_floor) || supervise_floor=
 # The same floor on the project's C++ stack (CLI11, spdlog, static libstdc++): only from a build.
 stack_floor=$build/test/bench/stack_floor
 [ -x "$stack_floor" ] || stack_floor=
@@ -79,6 +81,7 @@ mkdir -p "$work/small-pages"
 [ -n "$hardened_floor" ] && hardened_floor=$(installed "$hardened_floor")
 [ -n "$stack_floor" ] && stack_floor=$(installed "$stack_floor")
 [ -n "$exec_floor" ] && exec_floor=$(installed "$exec_floor")
+[ -n "$supervise_floor" ] && supervise_floor=$(installed "$supervise_floor")
 
 true_bin=$(type -P true)
 ms() { awk -v us="$1" 'BEGIN { printf "%.2f", us / 1000 }'; }
@@ -162,6 +165,8 @@ if runs "$bin" --backend landlock --mode read-only -- "$true_bin" && [ -n "$floo
                    ::: landlock-exec-ww "$bin" --backend landlock --mode workspace-write -- "$true_bin"
                    ::: run-landlock-ww "$bin" run --backend landlock --mode workspace-write -- "$true_bin")
     fi
+    [ -n "$supervise_floor" ] && runs "$supervise_floor" "$floor" "$true_bin" &&
+        commands+=(::: supervised-floor "$supervise_floor" "$floor" "$true_bin")
     [ -n "$small_pages_bin" ] && runs "$small_pages_bin" --backend landlock --mode read-only -- "$true_bin" &&
         commands+=(::: small-pages "$small_pages_bin" --backend landlock --mode read-only -- "$true_bin")
     [ -n "$hardened_floor" ] && runs "$hardened_floor" "$true_bin" &&
@@ -235,7 +240,7 @@ printf '%-26s' command
 for limit in "${limits[@]}"; do printf ' %22s %9s' "median ms (NOFILE $limit)" "cpu ms"; done
 printf ' %5s  %s\n' exit "(p25-p75 ms at the last limit)"
 for name in bare bwrap-direct wrapper-floor stack-wrapper bwrap-exec run-bwrap bwrap-direct-ww wrapper-floor-ww \
-    bwrap-exec-ww run-bwrap-ww landlock-floor hardened-floor stack-floor landlock-runner landlock-exec small-pages \
+    bwrap-exec-ww run-bwrap-ww landlock-floor supervised-floor hardened-floor stack-floor landlock-runner landlock-exec small-pages \
     run-landlock landlock-floor-ww landlock-exec-ww run-landlock-ww chain-exec print version \
     pipe-bare pipe-landlock-exec pipe-landlock-run pipe-bwrap-exec pipe-bwrap-run \
     pipe-bare-merged pipe-landlock-exec-merged pipe-landlock-run-merged pipe-bwrap-exec-merged pipe-bwrap-run-merged; do
@@ -291,6 +296,7 @@ row "run / exec, bwrap, read-only" run-bwrap bwrap-exec 1.10
 row "run / exec, bwrap, workspace-write" run-bwrap-ww bwrap-exec-ww 1.10
 row "run / exec, Landlock, read-only" run-landlock landlock-exec 1.10
 row "run / exec, Landlock, workspace-write" run-landlock-ww landlock-exec-ww 1.10
+row "C floor forked and waited for / C floor" supervised-floor landlock-floor
 row "run / exec, ${pipe_mb} MiB stdout to a pipe, bwrap" pipe-bwrap-run pipe-bwrap-exec 1.10
 row "run / exec, ${pipe_mb} MiB stdout to a pipe, Landlock" pipe-landlock-run pipe-landlock-exec 1.10
 row "run / exec, the same, 2>&1 (merged), bwrap" pipe-bwrap-run-merged pipe-bwrap-exec-merged
