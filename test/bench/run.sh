@@ -200,6 +200,8 @@ pipeline() {  # NAME COMMAND-WORDS... (each already quoted for sh): COMMAND | ca
                     ::: "$name-merged" /bin/sh -c "$* $head_bin -c ${pipe_mb}M /dev/zero 2>&1 | $cat_bin >/dev/null")
 }
 pipeline pipe-bare
+# The least a process passing the stream on adds (what run does with 2>&1): one more cat.
+pipe_commands+=(::: pipe-relay /bin/sh -c "$head_bin -c ${pipe_mb}M /dev/zero | $cat_bin | $cat_bin >/dev/null")
 if [ -n "$have_landlock" ]; then
     pipeline pipe-landlock-exec "'$bin'" --backend landlock --mode read-only --
     pipeline pipe-landlock-run "'$bin'" run --backend landlock --mode read-only --
@@ -242,7 +244,7 @@ printf ' %5s  %s\n' exit "(p25-p75 ms at the last limit)"
 for name in bare bwrap-direct wrapper-floor stack-wrapper bwrap-exec run-bwrap bwrap-direct-ww wrapper-floor-ww \
     bwrap-exec-ww run-bwrap-ww landlock-floor supervised-floor hardened-floor stack-floor landlock-runner landlock-exec small-pages \
     run-landlock landlock-floor-ww landlock-exec-ww run-landlock-ww chain-exec print version \
-    pipe-bare pipe-landlock-exec pipe-landlock-run pipe-bwrap-exec pipe-bwrap-run \
+    pipe-bare pipe-relay pipe-landlock-exec pipe-landlock-run pipe-bwrap-exec pipe-bwrap-run \
     pipe-bare-merged pipe-landlock-exec-merged pipe-landlock-run-merged pipe-bwrap-exec-merged pipe-bwrap-run-merged; do
     last=$name@${limits[-1]}
     [ -n "${median[$last]:-}" ] || continue
@@ -301,6 +303,7 @@ row "run / exec, ${pipe_mb} MiB stdout to a pipe, bwrap" pipe-bwrap-run pipe-bwr
 row "run / exec, ${pipe_mb} MiB stdout to a pipe, Landlock" pipe-landlock-run pipe-landlock-exec 1.10
 row "run / exec, the same, 2>&1 (merged), bwrap" pipe-bwrap-run-merged pipe-bwrap-exec-merged
 row "run / exec, the same, 2>&1 (merged), Landlock" pipe-landlock-run-merged pipe-landlock-exec-merged
+row "a relay (| cat) / bare, ${pipe_mb} MiB to a pipe" pipe-relay pipe-bare
 row "exec / bare, ${pipe_mb} MiB stdout to a pipe, Landlock" pipe-landlock-exec pipe-bare
 row "exec / bare, ${pipe_mb} MiB stdout to a pipe, bwrap" pipe-bwrap-exec pipe-bare
 row "default chain exec / bwrap argv directly" chain-exec bwrap-direct
