@@ -1,11 +1,14 @@
 /* The floor for the Landlock exec path: the least a runner can do to apply dsh-confine's
- * read-only ruleset and exec a command. Handled rights: every filesystem right of the kernel's
- * ABI; rules: "/" read and execute, and the POSIX shell's device sinks read, write, truncate
- * and ioctl (a sink this host lacks is skipped, as dsh-confine does); then no_new_privs,
- * landlock_restrict_self and execv. Nothing else: no PATH lookup (PROGRAM is a path), no
- * option parsing, no capability drop, no seccomp. Works as root and unprivileged.
+ * ruleset and exec a command. Handled rights: every filesystem right of the kernel's ABI, and
+ * signals scoped where the ABI has scopes (6 on); rules: "/" read and execute, the POSIX
+ * shell's device sinks read, write, truncate and ioctl, /dev/ptmx and /dev/pts as dsh-confine
+ * grants them (a path this host lacks is skipped, as dsh-confine does), and with -w every right
+ * handled on each DIR (workspace-write: the workspace, the temp area, /dev/shm); then
+ * no_new_privs, landlock_restrict_self and execv. Nothing else: no PATH lookup (PROGRAM is a
+ * path), no option parsing beyond -w, no capability drop, no seccomp, no temp area made (DIR
+ * must exist). Works as root and unprivileged.
  *
- *   landlock_floor PROGRAM [ARG...]
+ *   landlock_floor [-w DIR]... PROGRAM [ARG...]
  *
  * Built with LANDLOCK_FLOOR_NO_MAIN, it is the Landlock half of stack_floor.cpp. Built with
  * LANDLOCK_FLOOR_HARDENED (landlock_floor_hardened), it also does the two things dsh-confine's
@@ -41,6 +44,7 @@ enum {
     EXECUTE = 1 << 0, WRITE_FILE = 1 << 1, READ_FILE = 1 << 2, READ_DIR = 1 << 3,
     MAKE_SYM = 1 << 12, REFER = 1 << 13, TRUNCATE = 1 << 14, IOCTL_DEV = 1 << 15,
 };
+#define SCOPE_SIGNAL (1ULL << 1) /* LANDLOCK_SCOPE_SIGNAL */
 
 struct path_beneath {
     uint64_t allowed_access;
@@ -53,8 +57,8 @@ static int fail(const char* what) {
 }
 
 static int add_rule(int ruleset, const char* path, uint64_t access) {
-    const int fd = open(path, O_PATH | O_CLOEXEC);
-    if (fd < 0) return errno == ENOENT ? 0 : -1;
+    const int fd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return errno == ENOENT || errno == ELOOP ? 0 : -1;
     struct path_beneath rule = {access, fd};
     const long rc = syscall(SYS_landlock_add_rule, ruleset, 1 /* LANDLOCK_RULE_PATH_BENEATH */, &rule, 0);
     close(fd);
@@ -117,8 +121,15 @@ static int install_terminal_guard(void) {
 #endif
 
 int landlock_floor_exec(int argc, char** argv) {
+    const char* writable[8];
+    int writable_count = 0;
+    while (argc > 2 && strcmp(argv[1], "-w") == 0 && writable_count < 8) {
+        writable[writable_count++] = argv[2];
+        argc -= 2;
+        argv += 2;
+    }
     if (argc < 2) {
-        fprintf(stderr, "usage: landlock_floor PROGRAM [ARG...]\n");
+        fprintf(stderr, "usage: landlock_floor [-w DIR]... PROGRAM [ARG...]\n");
         return 125;
     }
     const long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, 1 /* LANDLOCK_CREATE_RULESET_VERSION */);
@@ -127,13 +138,18 @@ int landlock_floor_exec(int argc, char** argv) {
     if (abi >= 2) handled |= REFER;
     if (abi >= 3) handled |= TRUNCATE;
     if (abi >= 5) handled |= IOCTL_DEV;
-    const uint64_t attr = handled; /* struct landlock_ruleset_attr: its first field suffices */
-    const int ruleset = (int)syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0);
+    /* struct landlock_ruleset_attr: handled_access_fs, handled_access_net, scoped (ABI 6) */
+    const uint64_t attr[3] = {handled, 0, abi >= 6 ? SCOPE_SIGNAL : 0};
+    const int ruleset = (int)syscall(SYS_landlock_create_ruleset, attr, abi >= 6 ? sizeof attr : sizeof attr[0], 0);
     if (ruleset < 0) return fail("landlock_create_ruleset");
     if (add_rule(ruleset, "/", (READ_FILE | READ_DIR | EXECUTE) & handled) != 0) return fail("rule /");
     static const char* const sinks[] = {"/dev/full", "/dev/null", "/dev/random", "/dev/tty", "/dev/urandom", "/dev/zero"};
     for (size_t i = 0; i < sizeof sinks / sizeof sinks[0]; ++i)
         if (add_rule(ruleset, sinks[i], (READ_FILE | WRITE_FILE | TRUNCATE | IOCTL_DEV) & handled) != 0) return fail(sinks[i]);
+    if (add_rule(ruleset, "/dev/ptmx", (READ_FILE | WRITE_FILE | IOCTL_DEV) & handled) != 0) return fail("/dev/ptmx");
+    if (add_rule(ruleset, "/dev/pts", (READ_FILE | WRITE_FILE | IOCTL_DEV | READ_DIR) & handled) != 0) return fail("/dev/pts");
+    for (int i = 0; i < writable_count; ++i)
+        if (add_rule(ruleset, writable[i], handled) != 0) return fail(writable[i]);
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return fail("no_new_privs");
 #ifdef LANDLOCK_FLOOR_HARDENED
     if (install_terminal_guard() != 0) return fail("seccomp terminal guard");

@@ -6,9 +6,14 @@
 #
 #   bash test/bench/run.sh [BUILD_DIR]        (default: ./build; run from anywhere)
 #
-# Environment: BENCH_ROUNDS (exec rounds, default 300), BENCH_CLASSIFY_ROUNDS (default 7),
-# BENCH_MB (size of the classify input in MiB, default 300), BENCH_KEEP=1 keeps the work
-# directory. Runs as root or not; a backend this host cannot use is reported and skipped.
+# Every exec, run, pipe and parallel group runs twice, at RLIMIT_NOFILE 1024 and at the hard
+# limit (ulimit -n in a subshell), and the two are printed side by side.
+#
+# Environment: BENCH_ROUNDS (exec rounds, default 300), BENCH_PIPE_MB (stdout through a pipe,
+# default 300 MiB), BENCH_PIPE_ROUNDS (default 21), BENCH_PARALLEL (loops at once, default 8),
+# BENCH_PARALLEL_SECONDS (each command's time under them, default 5), BENCH_CLASSIFY_ROUNDS
+# (default 7), BENCH_MB (size of the classify input in MiB, default 300), BENCH_KEEP=1 keeps the
+# work directory. Runs as root or not; a backend this host cannot use is reported and skipped.
 # See docs/performance.md for what each row means and the figures on the reference machine.
 set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -18,6 +23,10 @@ bin=$build/dsh-confine
 [ -x "$bin" ] || { echo "run.sh: $bin not found: build dsh-confine first" >&2; exit 2; }
 rounds=${BENCH_ROUNDS:-300}
 classify_rounds=${BENCH_CLASSIFY_ROUNDS:-7}
+pipe_mb=${BENCH_PIPE_MB:-300}
+pipe_rounds=${BENCH_PIPE_ROUNDS:-21}
+parallel=${BENCH_PARALLEL:-8}
+parallel_seconds=${BENCH_PARALLEL_SECONDS:-5}
 megabytes=${BENCH_MB:-300}
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/dsh-bench.XXXXXX")
@@ -42,6 +51,8 @@ floor=$(helper landlock_floor) || floor=
 hardened_floor=$(helper landlock_floor_hardened landlock_floor -DLANDLOCK_FLOOR_HARDENED) || hardened_floor=
 # The least any wrapper costs: exec only, a static PIE where cc can link one.
 exec_floor=$(helper exec_floor exec_floor -static-pie) || exec_floor=$(helper exec_floor) || exec_floor=
+# The least a supervisor (run) adds: fork, exec, wait.
+supervise_floor=$(helper supervise_floor supervise_floor -static-pie) || supervise_floor=$(helper supervise_floor) || supervise_floor=
 # The same floor on the project's C++ stack (CLI11, spdlog, static libstdc++): only from a build.
 stack_floor=$build/test/bench/stack_floor
 [ -x "$stack_floor" ] || stack_floor=
@@ -70,6 +81,7 @@ mkdir -p "$work/small-pages"
 [ -n "$hardened_floor" ] && hardened_floor=$(installed "$hardened_floor")
 [ -n "$stack_floor" ] && stack_floor=$(installed "$stack_floor")
 [ -n "$exec_floor" ] && exec_floor=$(installed "$exec_floor")
+[ -n "$supervise_floor" ] && supervise_floor=$(installed "$supervise_floor")
 
 true_bin=$(type -P true)
 ms() { awk -v us="$1" 'BEGIN { printf "%.2f", us / 1000 }'; }
@@ -78,52 +90,142 @@ verdict() {  # ratio limit -> met / NOT met
     awk -v a="$1" -v b="$2" -v limit="$3" 'BEGIN { print (b > 0 && a / b <= limit) ? "met" : "NOT met" }'
 }
 
+# The limits each group runs at: 1024, as most sessions start, and the hard limit (its most).
+hard_limit=$(ulimit -Hn)
+[ "$hard_limit" = unlimited ] && hard_limit=$(cat /proc/sys/fs/nr_open 2>/dev/null || echo 1048576)
+limits=()
+(ulimit -Sn 1024) 2>/dev/null && limits+=(1024)
+[ "$hard_limit" != 1024 ] && (ulimit -Sn "$hard_limit") 2>/dev/null && limits+=("$hard_limit")
+[ ${#limits[@]} -gt 0 ] || limits=("$(ulimit -Sn)")
+
 echo "== dsh-confine benchmarks ($(date -u +%Y-%m-%dT%H:%M:%SZ))"
 echo "binary:   $bin ($("$bin" --version 2>/dev/null)), installed from $linked_bin"
 echo "machine:  $(uname -srm); $(nproc) CPU: $(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null)"
 echo "memory:   $(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo 2>/dev/null); load average at start: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)"
+echo "limits:   RLIMIT_NOFILE $(ulimit -Sn) (soft) / $(ulimit -Hn) (hard); groups timed at ${limits[*]}"
 echo "user:     uid $(id -u); bwrap: $(bwrap --version 2>/dev/null || echo none); grep: $(grep --version | head -n1); locale: ${LC_ALL:-${LANG:-C}}"
 echo
 
 # ---------------------------------------------------------------------------------------
-# Exec: each backend against the same runner argv executed directly, and a bare exec.
+# Exec and run: what users run (both modes, the exec path and `run`, each backend) against the
+# floors, every group at RLIMIT_NOFILE 1024 and at the hard limit, side by side.
 runs() { "$@" >/dev/null 2>&1 </dev/null; }
+at_limit() {  # LIMIT COMMAND...: COMMAND with RLIMIT_NOFILE LIMIT (soft), in a subshell
+    local limit=$1
+    shift
+    (ulimit -Sn "$limit" && "$@")
+}
+timed() {  # OUTPUT ALTERNATE-ARGS...: one alternation per limit, into OUTPUT.LIMIT
+    local out=$1 limit
+    shift
+    for limit in "${limits[@]}"; do
+        at_limit "$limit" "$alternate" "$@" >"$out.$limit"
+    done
+}
+declare -A median cpu p25 p75 rss status
+load_results() {  # FILE [LIMIT]: its lines into the tables, keyed NAME or NAME@LIMIT
+    local name med q1 q3 _min c kb code
+    while read -r name med q1 q3 _min c kb code; do
+        name=$name${2:+@$2}
+        median[$name]=$med cpu[$name]=$c p25[$name]=$q1 p75[$name]=$q3 rss[$name]=$kb status[$name]=$code
+    done <"$1"
+}
+count_commands() { printf '%s\n' "$@" | grep -c '^:::$' | awk '{ print $1 + 1 }'; }
+
+# Workspace-write needs a temp area the C floor can grant: dsh-confine makes one per call (under
+# /tmp/dsh-confine-UID), the floor is given one made once.
+mkdir -p "$work/floor-temp" && chmod 0700 "$work/floor-temp"
+ww_grants=(-w "$work/ws" -w "$work/floor-temp" -w /dev/shm)
 commands=(bare "$true_bin")
 if runs "$bin" --backend bwrap --mode read-only -- "$true_bin"; then
+    for mode in read-only workspace-write; do
+        suffix=$([ "$mode" = workspace-write ] && echo -ww)
+        eval "bwrap_argv=($("$bin" --backend bwrap --print --format shell --mode "$mode" -- "$true_bin"))"
+        commands+=(::: "bwrap-direct$suffix" "${bwrap_argv[@]}"
+                   ::: "bwrap-exec$suffix" "$bin" --backend bwrap --mode "$mode" -- "$true_bin"
+                   ::: "run-bwrap$suffix" "$bin" run --backend bwrap --mode "$mode" -- "$true_bin")
+        [ -n "$exec_floor" ] && runs "$exec_floor" "${bwrap_argv[@]}" &&
+            commands+=(::: "wrapper-floor$suffix" "$exec_floor" "${bwrap_argv[@]}")
+    done
     eval "bwrap_argv=($("$bin" --backend bwrap --print --format shell --mode read-only -- "$true_bin"))"
-    commands+=(::: bwrap-direct "${bwrap_argv[@]}" ::: bwrap-exec "$bin" --backend bwrap --mode read-only -- "$true_bin")
-    [ -n "$exec_floor" ] && runs "$exec_floor" "${bwrap_argv[@]}" &&
-        commands+=(::: wrapper-floor "$exec_floor" "${bwrap_argv[@]}")
     [ -n "$stack_floor" ] && runs "$stack_floor" --exec-only --mode read-only -- "${bwrap_argv[@]}" &&
         commands+=(::: stack-wrapper "$stack_floor" --exec-only --mode read-only -- "${bwrap_argv[@]}")
+    have_bwrap=1
 else
     echo "bubblewrap: not usable here ($("$bin" --backend bwrap --mode read-only -- "$true_bin" 2>&1 | head -n1)): skipped"
+    have_bwrap=
 fi
 if runs "$bin" --backend landlock --mode read-only -- "$true_bin" && [ -n "$floor" ] && runs "$floor" "$true_bin"; then
     eval "landlock_argv=($("$bin" --backend landlock --print --format shell --mode read-only -- "$true_bin"))"
     commands+=(::: landlock-floor "$floor" "$true_bin" ::: landlock-runner "${landlock_argv[@]}"
-               ::: landlock-exec "$bin" --backend landlock --mode read-only -- "$true_bin")
+               ::: landlock-exec "$bin" --backend landlock --mode read-only -- "$true_bin"
+               ::: run-landlock "$bin" run --backend landlock --mode read-only -- "$true_bin")
+    if runs "$bin" --backend landlock --mode workspace-write -- "$true_bin" && runs "$floor" "${ww_grants[@]}" "$true_bin"; then
+        commands+=(::: landlock-floor-ww "$floor" "${ww_grants[@]}" "$true_bin"
+                   ::: landlock-exec-ww "$bin" --backend landlock --mode workspace-write -- "$true_bin"
+                   ::: run-landlock-ww "$bin" run --backend landlock --mode workspace-write -- "$true_bin")
+    fi
+    [ -n "$supervise_floor" ] && runs "$supervise_floor" "$floor" "$true_bin" &&
+        commands+=(::: supervised-floor "$supervise_floor" "$floor" "$true_bin")
     [ -n "$small_pages_bin" ] && runs "$small_pages_bin" --backend landlock --mode read-only -- "$true_bin" &&
         commands+=(::: small-pages "$small_pages_bin" --backend landlock --mode read-only -- "$true_bin")
     [ -n "$hardened_floor" ] && runs "$hardened_floor" "$true_bin" &&
         commands+=(::: hardened-floor "$hardened_floor" "$true_bin")
     [ -n "$stack_floor" ] && runs "$stack_floor" --backend landlock --mode read-only -- "$true_bin" &&
         commands+=(::: stack-floor "$stack_floor" --backend landlock --mode read-only -- "$true_bin")
+    have_landlock=1
 else
     echo "Landlock: not usable here (or landlock_floor could not be built): skipped"
+    have_landlock=
 fi
 # The default chain and --print, on a warm probe cache (the first call fills it).
 runs "$bin" --print --mode read-only -- "$true_bin"
 commands+=(::: chain-exec "$bin" --mode read-only -- "$true_bin"
            ::: print "$bin" --print --mode read-only -- "$true_bin"
            ::: version "$bin" --version)
-echo "timing exec: $rounds rounds of $(printf '%s\n' "${commands[@]}" | grep -c '^:::$' | awk '{ print $1 + 1 }') commands, in alternation ..."
-"$alternate" -r "$rounds" -w 10 -- "${commands[@]}" >"$work/exec.txt"
+echo "temp areas under /tmp/dsh-confine-$(id -u) at start: $(find "/tmp/dsh-confine-$(id -u)" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)"
+echo "timing exec: $rounds rounds of $(count_commands "${commands[@]}") commands, in alternation, at RLIMIT_NOFILE ${limits[*]} ..."
+timed "$work/exec.txt" -r "$rounds" -w 10 -- "${commands[@]}"
+for limit in "${limits[@]}"; do load_results "$work/exec.txt.$limit" "$limit"; done
 
-declare -A median cpu p25 p75 rss status
-while read -r name med q1 q3 _min c kb code; do
-    median[$name]=$med cpu[$name]=$c p25[$name]=$q1 p75[$name]=$q3 rss[$name]=$kb status[$name]=$code
-done <"$work/exec.txt"
+# 300 MiB on stdout through a pipe, `run` against the exec path into the same pipe: stderr
+# elsewhere (run leaves stdout to the command), then stdout and stderr one pipe (2>&1: run
+# merges them into the pipe it reads and passes on, so every byte goes through it).
+pipe_commands=()
+head_bin=$(type -P head) cat_bin=$(type -P cat)
+pipeline() {  # NAME COMMAND-WORDS... (each already quoted for sh): COMMAND | cat, then the same with 2>&1
+    local name=$1
+    shift
+    pipe_commands+=(::: "$name" /bin/sh -c "$* $head_bin -c ${pipe_mb}M /dev/zero | $cat_bin >/dev/null"
+                    ::: "$name-merged" /bin/sh -c "$* $head_bin -c ${pipe_mb}M /dev/zero 2>&1 | $cat_bin >/dev/null")
+}
+pipeline pipe-bare
+# The least a process passing the stream on adds (what run does with 2>&1): one more cat.
+pipe_commands+=(::: pipe-relay /bin/sh -c "$head_bin -c ${pipe_mb}M /dev/zero | $cat_bin | $cat_bin >/dev/null")
+if [ -n "$have_landlock" ]; then
+    pipeline pipe-landlock-exec "'$bin'" --backend landlock --mode read-only --
+    pipeline pipe-landlock-run "'$bin'" run --backend landlock --mode read-only --
+fi
+if [ -n "$have_bwrap" ]; then
+    pipeline pipe-bwrap-exec "'$bin'" --backend bwrap --mode read-only --
+    pipeline pipe-bwrap-run "'$bin'" run --backend bwrap --mode read-only --
+fi
+echo "timing ${pipe_mb} MiB through a pipe: $pipe_rounds rounds of $(count_commands "${pipe_commands[@]:1}") commands, in alternation, at RLIMIT_NOFILE ${limits[*]} ..."
+timed "$work/pipe.txt" -r "$pipe_rounds" -w 1 -- "${pipe_commands[@]:1}"
+for limit in "${limits[@]}"; do load_results "$work/pipe.txt.$limit" "$limit"; done
+
+# Throughput: PARALLEL loops of calls at once, as an agent making parallel tool calls does, run
+# against the exec path, in workspace-write (what an agent's calls mostly are).
+parallel_commands=()
+[ -n "$have_bwrap" ] && parallel_commands+=(::: par-run-bwrap "$bin" run --backend bwrap --mode workspace-write -- "$true_bin"
+                                            ::: par-exec-bwrap "$bin" --backend bwrap --mode workspace-write -- "$true_bin")
+[ -n "$have_landlock" ] && parallel_commands+=(::: par-run-landlock "$bin" run --backend landlock --mode workspace-write -- "$true_bin"
+                                               ::: par-exec-landlock "$bin" --backend landlock --mode workspace-write -- "$true_bin")
+if [ ${#parallel_commands[@]} -gt 0 ]; then
+    echo "timing $parallel parallel loops: ${parallel_seconds} s of each of $(count_commands "${parallel_commands[@]:1}") commands (1 s at a time, in alternation), at RLIMIT_NOFILE ${limits[*]} ..."
+    timed "$work/parallel.txt" -p "$parallel" -d 1 -r "$parallel_seconds" -w 2 -- "${parallel_commands[@]:1}"
+    for limit in "${limits[@]}"; do load_results "$work/parallel.txt.$limit" "$limit"; done
+fi
 
 spawned="n/a (no strace)"
 if command -v strace >/dev/null; then
@@ -136,40 +238,81 @@ if command -v strace >/dev/null; then
 fi
 
 echo
-printf '%-17s %10s %19s %10s %6s\n' command "median ms" "p25-p75 ms" "cpu ms" exit
-for name in bare bwrap-direct wrapper-floor stack-wrapper bwrap-exec landlock-floor hardened-floor stack-floor landlock-runner landlock-exec small-pages chain-exec print version; do
-    [ -n "${median[$name]:-}" ] || continue
-    printf '%-17s %10s %9s-%-9s %10s %6s\n' "$name" "$(ms "${median[$name]}")" "$(ms "${p25[$name]}")" "$(ms "${p75[$name]}")" \
-        "$(ms "${cpu[$name]}")" "${status[$name]}"
+printf '%-26s' command
+for limit in "${limits[@]}"; do printf ' %22s %9s' "median ms (NOFILE $limit)" "cpu ms"; done
+printf ' %5s  %s\n' exit "(p25-p75 ms at the last limit)"
+for name in bare bwrap-direct wrapper-floor stack-wrapper bwrap-exec run-bwrap bwrap-direct-ww wrapper-floor-ww \
+    bwrap-exec-ww run-bwrap-ww landlock-floor supervised-floor hardened-floor stack-floor landlock-runner landlock-exec small-pages \
+    run-landlock landlock-floor-ww landlock-exec-ww run-landlock-ww chain-exec print version \
+    pipe-bare pipe-relay pipe-landlock-exec pipe-landlock-run pipe-bwrap-exec pipe-bwrap-run \
+    pipe-bare-merged pipe-landlock-exec-merged pipe-landlock-run-merged pipe-bwrap-exec-merged pipe-bwrap-run-merged; do
+    last=$name@${limits[-1]}
+    [ -n "${median[$last]:-}" ] || continue
+    printf '%-26s' "$name"
+    for limit in "${limits[@]}"; do printf ' %22s %9s' "$(ms "${median[$name@$limit]:-0}")" "$(ms "${cpu[$name@$limit]:-0}")"; done
+    printf ' %5s  %s-%s\n' "${status[$last]}" "$(ms "${p25[$last]}")" "$(ms "${p75[$last]}")"
+done
+for name in par-run-bwrap par-exec-bwrap par-run-landlock par-exec-landlock; do
+    last=$name@${limits[-1]}
+    [ -n "${median[$last]:-}" ] || continue
+    printf '%-26s' "$name"
+    for limit in "${limits[@]}"; do printf ' %22s %9s' "${median[$name@$limit]%.*} calls/s" "$(ms "${cpu[$name@$limit]:-0}")"; done
+    printf ' %5s  %s-%s calls/s (cpu ms: per call)\n' "${status[$last]}" "${p25[$last]%.*}" "${p75[$last]%.*}"
 done
 echo
-printf '%-44s %9s %9s %8s  %s\n' ratio "wall" "cpu" target ""
-row() {  # label a b limit
-    local label=$1 a=$2 b=$3 limit=${4:-}
-    [ -n "${median[$a]:-}" ] && [ -n "${median[$b]:-}" ] || return 0
-    local judged=""
-    [ -n "$limit" ] && judged="$(verdict "${median[$a]}" "${median[$b]}" "$limit") (wall)"
-    printf '%-44s %9s %9s %8s  %s\n' "$label" "$(ratio "${median[$a]}" "${median[$b]}")" \
-        "$(ratio "${cpu[$a]}" "${cpu[$b]}")" "${limit:+<= ${limit}x}" "$judged"
+printf '%-52s' ratio
+for limit in "${limits[@]}"; do printf ' %9s %9s' "wall@$limit" "cpu@$limit"; done
+printf ' %9s  %s\n' target ""
+row() {  # label a b [limit [cpu-a cpu-b]]: a / b at each RLIMIT_NOFILE; the verdict needs every limit met
+    local label=$1 a=$2 b=$3 limit=${4:-} ca=${5:-$2} cb=${6:-$3} at key judged="" missed=""
+    for at in "${limits[@]}"; do
+        [ -n "${median[$a${at:+@$at}]:-}" ] && [ -n "${median[$b${at:+@$at}]:-}" ] || return 0
+    done
+    printf '%-52s' "$label"
+    for at in "${limits[@]}"; do
+        key=${at:+@$at}
+        printf ' %9s %9s' "$(ratio "${median[$a$key]}" "${median[$b$key]}")" "$(ratio "${cpu[$ca$key]}" "${cpu[$cb$key]}")"
+        [ -n "$limit" ] && [ "$(verdict "${median[$a$key]}" "${median[$b$key]}" "$limit")" != met ] && missed+=" $at"
+    done
+    if [ -n "$limit" ]; then judged=$([ -z "$missed" ] && echo "met (wall)" || echo "NOT met (wall${at:+, at NOFILE$missed})"); fi
+    printf ' %9s  %s\n' "${limit:+<= ${limit}x}" "$judged"
 }
-row "bwrap exec / the same bwrap argv directly" bwrap-exec bwrap-direct 1.10
-row "exec-only wrapper / bwrap argv directly" wrapper-floor bwrap-direct
-row "C++ stack wrapper / bwrap argv directly" stack-wrapper bwrap-direct
-row "bwrap exec / exec-only wrapper" bwrap-exec wrapper-floor
-row "bwrap exec / C++ stack wrapper" bwrap-exec stack-wrapper
-row "bwrap exec / bare exec" bwrap-exec bare
-row "default chain exec / bwrap argv directly" chain-exec bwrap-direct
-row "Landlock exec / C floor" landlock-exec landlock-floor 1.25
+row "Landlock exec, read-only / C floor" landlock-exec landlock-floor 1.15
+row "Landlock exec, workspace-write / C floor (ws + temp)" landlock-exec-ww landlock-floor-ww 1.25
 row "Landlock runner (printed plan) / C floor" landlock-runner landlock-floor
 row "Landlock exec, 4 KiB-written copy / C floor" small-pages landlock-floor
-row "Landlock exec / bare exec" landlock-exec bare
-row "C floor / bare exec" landlock-floor bare
 row "hardened C floor / C floor" hardened-floor landlock-floor
 row "Landlock exec / hardened C floor" landlock-exec hardened-floor
 row "C++ stack floor / C floor" stack-floor landlock-floor
-row "Landlock exec / C++ stack floor" landlock-exec stack-floor
+row "Landlock exec, workspace-write / read-only" landlock-exec-ww landlock-exec
+row "C floor, workspace-write / read-only" landlock-floor-ww landlock-floor
+row "C floor / bare exec" landlock-floor bare
+row "bwrap exec, read-only / exec-only wrapper" bwrap-exec wrapper-floor 1.08
+row "bwrap exec, workspace-write / exec-only wrapper" bwrap-exec-ww wrapper-floor-ww 1.08
+row "bwrap exec, workspace-write / read-only" bwrap-exec-ww bwrap-exec
+row "bwrap argv directly, workspace-write / read-only" bwrap-direct-ww bwrap-direct
+row "bwrap exec / the same bwrap argv directly" bwrap-exec bwrap-direct
+row "exec-only wrapper / bwrap argv directly" wrapper-floor bwrap-direct
+row "C++ stack wrapper / bwrap argv directly" stack-wrapper bwrap-direct
+row "run / exec, bwrap, read-only" run-bwrap bwrap-exec 1.10
+row "run / exec, bwrap, workspace-write" run-bwrap-ww bwrap-exec-ww 1.10
+row "run / exec, Landlock, read-only" run-landlock landlock-exec 1.10
+row "run / exec, Landlock, workspace-write" run-landlock-ww landlock-exec-ww 1.10
+row "C floor forked and waited for / C floor" supervised-floor landlock-floor
+row "run / exec, ${pipe_mb} MiB stdout to a pipe, bwrap" pipe-bwrap-run pipe-bwrap-exec 1.10
+row "run / exec, ${pipe_mb} MiB stdout to a pipe, Landlock" pipe-landlock-run pipe-landlock-exec 1.10
+row "run / exec, the same, 2>&1 (merged), bwrap" pipe-bwrap-run-merged pipe-bwrap-exec-merged
+row "run / exec, the same, 2>&1 (merged), Landlock" pipe-landlock-run-merged pipe-landlock-exec-merged
+row "a relay (| cat) / bare, ${pipe_mb} MiB to a pipe" pipe-relay pipe-bare
+row "exec / bare, ${pipe_mb} MiB stdout to a pipe, Landlock" pipe-landlock-exec pipe-bare
+row "exec / bare, ${pipe_mb} MiB stdout to a pipe, bwrap" pipe-bwrap-exec pipe-bare
+row "default chain exec / bwrap argv directly" chain-exec bwrap-direct
 row "--print (warm probe cache) / C floor" print landlock-floor 1.25
 row "--version / C floor" version landlock-floor
+# Throughput the other way round, so that both read as run's cost over the exec path's: the exec
+# path's calls per second over run's, and run's CPU per call over the exec path's.
+row "$parallel loops, bwrap (ww): exec calls/s / run calls/s" par-exec-bwrap par-run-bwrap "" par-run-bwrap par-exec-bwrap
+row "$parallel loops, Landlock (ww): exec calls/s / run calls/s" par-exec-landlock par-run-landlock "" par-run-landlock par-exec-landlock
 echo "processes --print spawned on a warm cache: $spawned"
 echo
 
@@ -200,9 +343,7 @@ if [ ${#dialects[@]} -eq 0 ]; then
 else
     echo "timing classify: $classify_rounds rounds, in alternation ..."
     "$alternate" -r "$classify_rounds" -w 1 -- "${classify_cmds[@]:1}" >"$work/classify.txt"
-    while read -r name med q1 q3 _min c kb code; do
-        median[$name]=$med cpu[$name]=$c p25[$name]=$q1 p75[$name]=$q3 rss[$name]=$kb status[$name]=$code
-    done <"$work/classify.txt"
+    load_results "$work/classify.txt"
     peak() {  # KiB of maximum resident set size
         if [ -x /usr/bin/time ]; then
             /usr/bin/time -v "$@" 2>&1 >/dev/null | awk -F': ' '/Maximum resident set size/ { print $2 }'
@@ -224,11 +365,15 @@ else
         done
     done
     echo
-    printf '%-44s %9s %9s %8s  %s\n' ratio "wall" "cpu" target ""
-    for backend in "${dialects[@]}"; do
-        row "classify / grep -c -i -F ($backend)" "classify-$backend" "grep-$backend" 1.00
-        row "classify / LC_ALL=C grep -c -i -F ($backend)" "classify-$backend" "grep-C-$backend" 1.00
-    done
+    classify_rows() {
+        local limits=("")  # one run, at the caller's RLIMIT_NOFILE: row's keys carry no limit
+        printf '%-52s %9s %9s %9s  %s\n' ratio "wall" "cpu" target ""
+        for backend in "${dialects[@]}"; do
+            row "classify / grep -c -i -F ($backend)" "classify-$backend" "grep-$backend" 1.00
+            row "classify / LC_ALL=C grep -c -i -F ($backend)" "classify-$backend" "grep-C-$backend" 1.00
+        done
+    }
+    classify_rows
     echo
     backend=${dialects[0]}
     big=$(peak "$bin" classify --plan "$work/plan-$backend.json" --exit-code 1 --stderr "$work/stderr.log")
