@@ -126,6 +126,7 @@ std::pair<std::string, std::string> first_unknown_option(CLI::App& app, const st
 }
 
 void setup_logging() {
+    spdlog::drop("dsh-confine");  // run's Landlock runner calls run() again in a forked child
     auto logger = spdlog::stderr_color_mt("dsh-confine");
     logger->set_pattern("dsh-confine: %l: %v");
     spdlog::set_default_logger(logger);

@@ -186,7 +186,7 @@ bool read_report(int fd, KeeperReport& report) {
 // dsh-confine dies, even of SIGKILL, the `alive` pipe reads end-of-file and the keeper kills the
 // whole tree before it exits. (The runner also dies with the keeper, by its parent-death
 // signal.) It ignores the signals dsh-confine forwards, which are for the command.
-[[noreturn]] void keep(char* const* args, bool merge, int alive, int report, int err_write, int status_write, int bwrap_write,
+[[noreturn]] void keep(char* const* args, RunHere run_here, bool merge, int alive, int report, int err_write, int status_write, int bwrap_write,
                        const struct sigaction* saved, const struct sigaction& saved_chld,
                        const struct sigaction& saved_pipe, const sigset_t& previous) {
 #if defined(__linux__)
@@ -222,6 +222,15 @@ bool read_report(int fd, KeeperReport& report) {
         if (merge) dup2(err_write, 1);
         if (status_write >= 0) fcntl(status_write, F_SETFD, 0);  // inherited by the runner only
         if (bwrap_write >= 0) fcntl(bwrap_write, F_SETFD, 0);
+        if (run_here != nullptr) {
+            int argc = 0;
+            while (args[argc] != nullptr) ++argc;
+            // What the exec'd copy would have done, here; its stdio buffers start empty (the
+            // caller flushed before the keeper was forked), and exit is _exit, as after an execve.
+            const int status = run_here(argc, const_cast<char**>(args));
+            std::fflush(nullptr);
+            _exit(status);
+        }
         execv(args[0], args);
         const char* message = "dsh-confine: error: RUNNER_EXEC: cannot execute the runner\n";
         (void)!write(2, message, std::strlen(message));
@@ -257,7 +266,7 @@ bool read_report(int fd, KeeperReport& report) {
 
 SupervisedRun supervise(std::vector<std::string> argv, StartProof proof, int status_fd_slot,
                         const std::function<void(std::string_view)>& on_stderr, int bwrap_status_slot,
-                        const std::vector<int>* close_all_but) {
+                        const std::vector<int>* close_all_but, RunHere run_here) {
     SupervisedRun run;
     const auto began = std::chrono::steady_clock::now();
     int err_pipe[2] = {-1, -1}, status_pipe[2] = {-1, -1}, bwrap_pipe[2] = {-1, -1}, alive[2] = {-1, -1}, report[2] = {-1, -1};
@@ -318,6 +327,7 @@ SupervisedRun supervise(std::vector<std::string> argv, StartProof proof, int sta
         return pipe_failed();
     }
     run.merged = stdout_is_stderr();
+    std::fflush(nullptr);  // nothing buffered is written twice by a child that returns to C++
     const pid_t pid = fork();  // the keeper
     if (pid < 0) {
         run.spawnError = std::string("fork: ") + std::strerror(errno);
@@ -334,7 +344,7 @@ SupervisedRun supervise(std::vector<std::string> argv, StartProof proof, int sta
         close(g_wake[0]);
         close(g_wake[1]);
         if (close_all_but) close_on_exec_except(*close_all_but);
-        keep(args.data(), run.merged, alive[0], report[1], err_pipe[1], status_pipe[1], bwrap_pipe[1], saved, saved_chld, saved_pipe, previous);
+        keep(args.data(), run_here, run.merged, alive[0], report[1], err_pipe[1], status_pipe[1], bwrap_pipe[1], saved, saved_chld, saved_pipe, previous);
     }
     run.spawned = true;
     sigset_t waiting = previous;  // SIGCHLD open until the end, even if the caller had blocked it

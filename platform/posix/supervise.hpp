@@ -37,8 +37,14 @@ struct SupervisedRun {
 // `status_fd_slot`: index in argv of a placeholder the fd number is written into (the runner
 // option's value), or -1 without a proof. `bwrap_status_slot`: the same for bubblewrap's
 // --json-status-fd (-1: none), read only to find the command for forwarded signals.
+//
+// `run_here`: set when argv[0] is this very program (the Landlock runner is dsh-confine itself).
+// The runner's process then calls run_here(argc, argv) and exits with what it returns, where
+// it would have exec'd a second copy of the program with the same argv: the same arguments
+// through the same code, one execve (and one start-up of a static binary) fewer.
+using RunHere = int (*)(int argc, char** argv);
 SupervisedRun supervise(std::vector<std::string> argv, StartProof proof, int status_fd_slot,
                         const std::function<void(std::string_view)>& on_stderr, int bwrap_status_slot = -1,
-                        const std::vector<int>* close_all_but = nullptr);
+                        const std::vector<int>* close_all_but = nullptr, RunHere run_here = nullptr);
 
 }  // namespace dsh::posix
