@@ -105,7 +105,8 @@ StreamClassifier::StreamClassifier(const Dialect& dialect) : dialect_(dialect) {
     rule_hits_.resize(dialect_.runnerFailureRules.size());
     open_slots_ = rule_hits_.size() + (dialect_.denialSignatures.empty() ? 0 : 1);
     seen_.assign(patterns_.size(), 0);
-    build();
+    // The automaton is built on the first bytes fed: most runs that succeed print nothing on
+    // stderr, and for them it would be the largest cost of attribution (docs/performance.md).
 }
 
 namespace {
@@ -608,6 +609,11 @@ void StreamClassifier::end_line() {
 }
 
 void StreamClassifier::feed(std::string_view chunk) {
+    if (chunk.empty()) return;
+    if (!built_) {
+        build();
+        built_ = true;
+    }
     if (!matchable_ || settled()) return;  // nothing fed from now on can change the verdict
     if (sampling_) sample(chunk);
     const char* data = chunk.data();

@@ -95,6 +95,7 @@ private:
     std::vector<std::uint32_t> next_;
     std::vector<std::vector<std::uint32_t>> out_;  // patterns ending at each state
     std::uint32_t state_ = 0;                      // a row offset; 0 is the root
+    bool built_ = false;                           // the automaton exists (built on the first bytes fed)
     bool matchable_ = false;                       // some signature can occur within a line
 
     // The jump ahead while no match is in progress. Once the first kProbeSample bytes are
