@@ -1,15 +1,43 @@
 /* The least a wrapper can cost: a program that only execs its arguments, linked like
  * dsh-confine (a static PIE where the toolchain has one). run.sh runs the printed bwrap argv
  * through it, so bwrap exec's target (within 1.10x of that argv run directly) can be read
- * against what starting any second program costs before bwrap starts. */
-#include <stdio.h>
-#include <string.h>
+ * against what starting any second program costs before bwrap starts.
+ *
+ *   exec_floor [-s] PROGRAM [ARG...]
+ *
+ * With -s, the processes `run` has in front of the runner, at their least: a keeper is forked,
+ * it forks the process that execs, and each parent waits for its child and exits with its
+ * status (landlock_floor.c's -s, in front of bwrap). */
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+// Forks; the parent waits for the child and exits with its status, the child returns.
+static void supervised(void) {
+    const pid_t child = fork();
+    if (child < 0) {
+        fprintf(stderr, "exec_floor: fork: %s\n", strerror(errno));
+        exit(125);
+    }
+    if (child == 0) return;
+    int status = 0;
+    while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+    }
+    _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+}
+
 int main(int argc, char** argv) {
+    if (argc > 1 && strcmp(argv[1], "-s") == 0) {
+        supervised();  // the keeper
+        supervised();  // the runner's process
+        --argc;
+        ++argv;
+    }
     if (argc < 2) {
-        fprintf(stderr, "usage: exec_floor PROGRAM [ARG...]\n");
+        fprintf(stderr, "usage: exec_floor [-s] PROGRAM [ARG...]\n");
         return 125;
     }
     execv(argv[1], argv + 1);

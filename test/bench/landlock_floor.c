@@ -8,7 +8,13 @@
  * path), no option parsing beyond -w, no capability drop, no seccomp, no temp area made (DIR
  * must exist). Works as root and unprivileged.
  *
- *   landlock_floor [-w DIR]... PROGRAM [ARG...]
+ *   landlock_floor [-s] [-w DIR]... PROGRAM [ARG...]
+ *
+ * With -s, the processes `run` has in front of the command, at their least: it forks a keeper,
+ * the keeper forks the process that applies the ruleset and execs, and each parent waits for
+ * its child and exits with its status. No pipes, no poll, no signals, no classification: the
+ * least a supervisor of dsh-confine's shape (one that outlives the caller's process to end the
+ * command's tree) adds to the exec path.
  *
  * Built with LANDLOCK_FLOOR_NO_MAIN, it is the Landlock half of stack_floor.cpp. Built with
  * LANDLOCK_FLOOR_HARDENED (landlock_floor_hardened), it also does the two things dsh-confine's
@@ -20,9 +26,11 @@
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #ifdef LANDLOCK_FLOOR_HARDENED
 #include <stddef.h>
@@ -120,16 +128,33 @@ static int install_terminal_guard(void) {
 }
 #endif
 
+// Forks; the parent waits for the child and exits with its status, the child returns.
+static void supervised(void) {
+    const pid_t child = fork();
+    if (child < 0) exit(fail("fork"));
+    if (child == 0) return;
+    int status = 0;
+    while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+    }
+    _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+}
+
 int landlock_floor_exec(int argc, char** argv) {
     const char* writable[8];
     int writable_count = 0;
+    if (argc > 1 && strcmp(argv[1], "-s") == 0) {
+        supervised();  // the keeper
+        supervised();  // the runner's process
+        --argc;
+        ++argv;
+    }
     while (argc > 2 && strcmp(argv[1], "-w") == 0 && writable_count < 8) {
         writable[writable_count++] = argv[2];
         argc -= 2;
         argv += 2;
     }
     if (argc < 2) {
-        fprintf(stderr, "usage: landlock_floor [-w DIR]... PROGRAM [ARG...]\n");
+        fprintf(stderr, "usage: landlock_floor [-s] [-w DIR]... PROGRAM [ARG...]\n");
         return 125;
     }
     const long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, 1 /* LANDLOCK_CREATE_RULESET_VERSION */);

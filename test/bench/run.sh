@@ -145,7 +145,8 @@ if runs "$bin" --backend bwrap --mode read-only -- "$true_bin"; then
                    ::: "bwrap-exec$suffix" "$bin" --backend bwrap --mode "$mode" -- "$true_bin"
                    ::: "run-bwrap$suffix" "$bin" run --backend bwrap --mode "$mode" -- "$true_bin")
         [ -n "$exec_floor" ] && runs "$exec_floor" "${bwrap_argv[@]}" &&
-            commands+=(::: "wrapper-floor$suffix" "$exec_floor" "${bwrap_argv[@]}")
+            commands+=(::: "wrapper-floor$suffix" "$exec_floor" "${bwrap_argv[@]}"
+                       ::: "wrapper-floor-run$suffix" "$exec_floor" -s "${bwrap_argv[@]}")
     done
     eval "bwrap_argv=($("$bin" --backend bwrap --print --format shell --mode read-only -- "$true_bin"))"
     [ -n "$stack_floor" ] && runs "$stack_floor" --exec-only --mode read-only -- "${bwrap_argv[@]}" &&
@@ -157,11 +158,13 @@ else
 fi
 if runs "$bin" --backend landlock --mode read-only -- "$true_bin" && [ -n "$floor" ] && runs "$floor" "$true_bin"; then
     eval "landlock_argv=($("$bin" --backend landlock --print --format shell --mode read-only -- "$true_bin"))"
-    commands+=(::: landlock-floor "$floor" "$true_bin" ::: landlock-runner "${landlock_argv[@]}"
+    commands+=(::: landlock-floor "$floor" "$true_bin" ::: landlock-floor-run "$floor" -s "$true_bin"
+               ::: landlock-runner "${landlock_argv[@]}"
                ::: landlock-exec "$bin" --backend landlock --mode read-only -- "$true_bin"
                ::: run-landlock "$bin" run --backend landlock --mode read-only -- "$true_bin")
     if runs "$bin" --backend landlock --mode workspace-write -- "$true_bin" && runs "$floor" "${ww_grants[@]}" "$true_bin"; then
         commands+=(::: landlock-floor-ww "$floor" "${ww_grants[@]}" "$true_bin"
+                   ::: landlock-floor-run-ww "$floor" -s "${ww_grants[@]}" "$true_bin"
                    ::: landlock-exec-ww "$bin" --backend landlock --mode workspace-write -- "$true_bin"
                    ::: run-landlock-ww "$bin" run --backend landlock --mode workspace-write -- "$true_bin")
     fi
@@ -241,9 +244,10 @@ echo
 printf '%-26s' command
 for limit in "${limits[@]}"; do printf ' %22s %9s' "median ms (NOFILE $limit)" "cpu ms"; done
 printf ' %5s  %s\n' exit "(p25-p75 ms at the last limit)"
-for name in bare bwrap-direct wrapper-floor stack-wrapper bwrap-exec run-bwrap bwrap-direct-ww wrapper-floor-ww \
-    bwrap-exec-ww run-bwrap-ww landlock-floor supervised-floor hardened-floor stack-floor landlock-runner landlock-exec small-pages \
-    run-landlock landlock-floor-ww landlock-exec-ww run-landlock-ww chain-exec print version \
+for name in bare bwrap-direct wrapper-floor wrapper-floor-run stack-wrapper bwrap-exec run-bwrap bwrap-direct-ww wrapper-floor-ww \
+    wrapper-floor-run-ww bwrap-exec-ww run-bwrap-ww landlock-floor landlock-floor-run supervised-floor hardened-floor stack-floor \
+    landlock-runner landlock-exec small-pages run-landlock landlock-floor-ww landlock-floor-run-ww landlock-exec-ww \
+    run-landlock-ww chain-exec print version \
     pipe-bare pipe-relay pipe-landlock-exec pipe-landlock-run pipe-bwrap-exec pipe-bwrap-run \
     pipe-bare-merged pipe-landlock-exec-merged pipe-landlock-run-merged pipe-bwrap-exec-merged pipe-bwrap-run-merged; do
     last=$name@${limits[-1]}
@@ -299,6 +303,14 @@ row "run / exec, bwrap, workspace-write" run-bwrap-ww bwrap-exec-ww 1.10
 row "run / exec, Landlock, read-only" run-landlock landlock-exec 1.10
 row "run / exec, Landlock, workspace-write" run-landlock-ww landlock-exec-ww 1.10
 row "C floor forked and waited for / C floor" supervised-floor landlock-floor
+row "C floor behind run's two forks / C floor (run's floor)" landlock-floor-run landlock-floor
+row "the same, workspace-write" landlock-floor-run-ww landlock-floor-ww
+row "exec-only wrapper behind two forks / without (bwrap)" wrapper-floor-run wrapper-floor
+row "the same, workspace-write (bwrap)" wrapper-floor-run-ww wrapper-floor-ww
+row "run, Landlock, read-only / C floor behind two forks" run-landlock landlock-floor-run
+row "run, Landlock, workspace-write / the same floor (ww)" run-landlock-ww landlock-floor-run-ww
+row "run, bwrap, read-only / exec-only wrapper behind two forks" run-bwrap wrapper-floor-run
+row "run, bwrap, workspace-write / the same (ww)" run-bwrap-ww wrapper-floor-run-ww
 row "run / exec, ${pipe_mb} MiB stdout to a pipe, bwrap" pipe-bwrap-run pipe-bwrap-exec 1.10
 row "run / exec, ${pipe_mb} MiB stdout to a pipe, Landlock" pipe-landlock-run pipe-landlock-exec 1.10
 row "run / exec, the same, 2>&1 (merged), bwrap" pipe-bwrap-run-merged pipe-bwrap-exec-merged
