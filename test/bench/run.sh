@@ -191,6 +191,20 @@ echo "timing exec: $rounds rounds of $(count_commands "${commands[@]}") commands
 timed "$work/exec.txt" -r "$rounds" -w 10 -- "${commands[@]}"
 for limit in "${limits[@]}"; do load_results "$work/exec.txt.$limit" "$limit"; done
 
+# Planning never walks the workspace: --print in workspace-write (protected paths looked up at
+# each root's top level) with a workspace of 50,000 files against an empty one, both holding a
+# .git with hooks and config.
+for tree in empty-ws big-ws; do mkdir -p "$work/$tree/.git/hooks" && : >"$work/$tree/.git/config"; done
+for ((d = 0; d < 50; d++)); do
+    mkdir -p "$work/big-ws/d$d" && (cd "$work/big-ws/d$d" && printf 'f%s\n' $(seq 1000) | xargs touch)
+done
+echo "timing --print against a workspace of $(find "$work/big-ws" -type f | wc -l) files: $rounds rounds, in alternation ..."
+"$alternate" -r "$rounds" -w 10 -- \
+    print-empty-ws "$bin" --print --mode workspace-write --workspace-root "$work/empty-ws" -- "$true_bin" ::: \
+    print-big-ws "$bin" --print --mode workspace-write --workspace-root "$work/big-ws" -- "$true_bin" >"$work/tree.txt"
+load_results "$work/tree.txt"
+rm -rf "$work/big-ws"
+
 # 300 MiB on stdout through a pipe, `run` against the exec path into the same pipe: stderr
 # elsewhere (run leaves stdout to the command), then stdout and stderr one pipe (2>&1: run
 # merges them into the pipe it reads and passes on, so every byte goes through it).
@@ -321,6 +335,13 @@ row "exec / bare, ${pipe_mb} MiB stdout to a pipe, bwrap" pipe-bwrap-exec pipe-b
 row "default chain exec / bwrap argv directly" chain-exec bwrap-direct
 row "--print (warm probe cache) / C floor" print landlock-floor 1.25
 row "--version / C floor" version landlock-floor
+tree_rows() {
+    local limits=("")  # one run, at the caller's RLIMIT_NOFILE
+    row "--print (ww), 50,000-file workspace / empty one" print-big-ws print-empty-ws
+    [ -n "${median[print-big-ws]:-}" ] && printf '%-52s %9s %9s  (ms, medians: 50,000 files / empty)\n' "" \
+        "$(ms "${median[print-big-ws]}")" "$(ms "${median[print-empty-ws]}")"
+}
+tree_rows
 # Throughput the other way round, so that both read as run's cost over the exec path's: the exec
 # path's calls per second over run's, and run's CPU per call over the exec path's.
 row "$parallel loops, bwrap (ww): exec calls/s / run calls/s" par-exec-bwrap par-run-bwrap "" par-run-bwrap par-exec-bwrap
