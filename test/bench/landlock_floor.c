@@ -8,7 +8,12 @@
  * path), no option parsing beyond -w, no capability drop, no seccomp, no temp area made (DIR
  * must exist). Works as root and unprivileged.
  *
- *   landlock_floor [-s] [-w DIR]... PROGRAM [ARG...]
+ *   landlock_floor [-s] [-t BASE] [-w DIR]... PROGRAM [ARG...]
+ *
+ * With -t, a private temp area per call, as dsh-confine's workspace-write makes one: every
+ * `call-*` directory left in BASE by an earlier call is removed (rmdir: an empty one), then a
+ * new BASE/call-XXXXXX is made (mkdtemp, mode 0700), granted every handled right and named in
+ * TMPDIR. The least a per-call private area costs on BASE's file system.
  *
  * With -s, the processes `run` has in front of the command, at their least: it forks a keeper,
  * the keeper forks the process that applies the ruleset and execs, and each parent waits for
@@ -22,6 +27,7 @@
  * capset; only when it holds any) and the terminal guard (a seccomp filter refusing TIOCSTI and
  * TIOCLINUX). That row shows what the security work costs, apart from the C++ stack. */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -148,13 +154,27 @@ int landlock_floor_exec(int argc, char** argv) {
         --argc;
         ++argv;
     }
+    char temp[4096];
+    if (argc > 2 && strcmp(argv[1], "-t") == 0) {
+        DIR* base = opendir(argv[2]);
+        if (base == NULL) return fail(argv[2]);
+        for (struct dirent* entry; (entry = readdir(base)) != NULL;)
+            if (strncmp(entry->d_name, "call-", 5) == 0) unlinkat(dirfd(base), entry->d_name, AT_REMOVEDIR);
+        closedir(base);
+        if (snprintf(temp, sizeof temp, "%s/call-XXXXXX", argv[2]) >= (int)sizeof temp || mkdtemp(temp) == NULL)
+            return fail("mkdtemp");
+        setenv("TMPDIR", temp, 1);
+        writable[writable_count++] = temp;
+        argc -= 2;
+        argv += 2;
+    }
     while (argc > 2 && strcmp(argv[1], "-w") == 0 && writable_count < 8) {
         writable[writable_count++] = argv[2];
         argc -= 2;
         argv += 2;
     }
     if (argc < 2) {
-        fprintf(stderr, "usage: landlock_floor [-s] [-w DIR]... PROGRAM [ARG...]\n");
+        fprintf(stderr, "usage: landlock_floor [-s] [-t BASE] [-w DIR]... PROGRAM [ARG...]\n");
         return 125;
     }
     const long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, 1 /* LANDLOCK_CREATE_RULESET_VERSION */);

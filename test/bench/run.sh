@@ -136,6 +136,10 @@ count_commands() { printf '%s\n' "$@" | grep -c '^:::$' | awk '{ print $1 + 1 }'
 # /tmp/dsh-confine-UID), the floor is given one made once.
 mkdir -p "$work/floor-temp" && chmod 0700 "$work/floor-temp"
 ww_grants=(-w "$work/ws" -w "$work/floor-temp" -w /dev/shm)
+# The same with a private temp area per call, made and removed as dsh-confine does (on the same
+# file system: the work directory lies where dsh-confine's /tmp/dsh-confine-UID does, or beside it).
+mkdir -p "$work/floor-temps" && chmod 0700 "$work/floor-temps"
+ww_temp_grants=(-t "$work/floor-temps" -w "$work/ws" -w /dev/shm)
 commands=(bare "$true_bin")
 if runs "$bin" --backend bwrap --mode read-only -- "$true_bin"; then
     for mode in read-only workspace-write; do
@@ -165,6 +169,8 @@ if runs "$bin" --backend landlock --mode read-only -- "$true_bin" && [ -n "$floo
     if runs "$bin" --backend landlock --mode workspace-write -- "$true_bin" && runs "$floor" "${ww_grants[@]}" "$true_bin"; then
         commands+=(::: landlock-floor-ww "$floor" "${ww_grants[@]}" "$true_bin"
                    ::: landlock-floor-run-ww "$floor" -s "${ww_grants[@]}" "$true_bin"
+                   ::: landlock-floor-ww-temp "$floor" "${ww_temp_grants[@]}" "$true_bin"
+                   ::: landlock-floor-run-ww-temp "$floor" -s "${ww_temp_grants[@]}" "$true_bin"
                    ::: landlock-exec-ww "$bin" --backend landlock --mode workspace-write -- "$true_bin"
                    ::: run-landlock-ww "$bin" run --backend landlock --mode workspace-write -- "$true_bin")
     fi
@@ -260,7 +266,8 @@ for limit in "${limits[@]}"; do printf ' %22s %9s' "median ms (NOFILE $limit)" "
 printf ' %5s  %s\n' exit "(p25-p75 ms at the last limit)"
 for name in bare bwrap-direct wrapper-floor wrapper-floor-run stack-wrapper bwrap-exec run-bwrap bwrap-direct-ww wrapper-floor-ww \
     wrapper-floor-run-ww bwrap-exec-ww run-bwrap-ww landlock-floor landlock-floor-run supervised-floor hardened-floor stack-floor \
-    landlock-runner landlock-exec small-pages run-landlock landlock-floor-ww landlock-floor-run-ww landlock-exec-ww \
+    landlock-runner landlock-exec small-pages run-landlock landlock-floor-ww landlock-floor-run-ww landlock-floor-ww-temp \
+    landlock-floor-run-ww-temp landlock-exec-ww \
     run-landlock-ww chain-exec print version \
     pipe-bare pipe-relay pipe-landlock-exec pipe-landlock-run pipe-bwrap-exec pipe-bwrap-run \
     pipe-bare-merged pipe-landlock-exec-merged pipe-landlock-run-merged pipe-bwrap-exec-merged pipe-bwrap-run-merged; do
@@ -297,6 +304,8 @@ row() {  # label a b [limit [cpu-a cpu-b]]: a / b at each RLIMIT_NOFILE; the ver
 }
 row "Landlock exec, read-only / C floor" landlock-exec landlock-floor 1.15
 row "Landlock exec, workspace-write / C floor (ws + temp)" landlock-exec-ww landlock-floor-ww 1.25
+row "the same / C floor with a temp area per call" landlock-exec-ww landlock-floor-ww-temp 1.25
+row "C floor, a temp area per call / one temp area" landlock-floor-ww-temp landlock-floor-ww
 row "Landlock runner (printed plan) / C floor" landlock-runner landlock-floor
 row "Landlock exec, 4 KiB-written copy / C floor" small-pages landlock-floor
 row "hardened C floor / C floor" hardened-floor landlock-floor
@@ -323,6 +332,7 @@ row "exec-only wrapper behind two forks / without (bwrap)" wrapper-floor-run wra
 row "the same, workspace-write (bwrap)" wrapper-floor-run-ww wrapper-floor-ww
 row "run, Landlock, read-only / C floor behind two forks" run-landlock landlock-floor-run
 row "run, Landlock, workspace-write / the same floor (ww)" run-landlock-ww landlock-floor-run-ww
+row "run, Landlock, ww / that floor with a temp area per call" run-landlock-ww landlock-floor-run-ww-temp
 row "run, bwrap, read-only / exec-only wrapper behind two forks" run-bwrap wrapper-floor-run
 row "run, bwrap, workspace-write / the same (ww)" run-bwrap-ww wrapper-floor-run-ww
 row "run / exec, ${pipe_mb} MiB stdout to a pipe, bwrap" pipe-bwrap-run pipe-bwrap-exec 1.10
