@@ -152,6 +152,7 @@ if runs "$bin" --backend bwrap --mode read-only -- "$true_bin"; then
             commands+=(::: "wrapper-floor$suffix" "$exec_floor" "${bwrap_argv[@]}"
                        ::: "wrapper-floor-run$suffix" "$exec_floor" -s "${bwrap_argv[@]}")
     done
+    commands+=(::: bwrap-exec-netdeny "$bin" --backend bwrap --mode read-only --network deny -- "$true_bin")
     eval "bwrap_argv=($("$bin" --backend bwrap --print --format shell --mode read-only -- "$true_bin"))"
     [ -n "$stack_floor" ] && runs "$stack_floor" --exec-only --mode read-only -- "${bwrap_argv[@]}" &&
         commands+=(::: stack-wrapper "$stack_floor" --exec-only --mode read-only -- "${bwrap_argv[@]}")
@@ -165,7 +166,8 @@ if runs "$bin" --backend landlock --mode read-only -- "$true_bin" && [ -n "$floo
     commands+=(::: landlock-floor "$floor" "$true_bin" ::: landlock-floor-run "$floor" -s "$true_bin"
                ::: landlock-runner "${landlock_argv[@]}"
                ::: landlock-exec "$bin" --backend landlock --mode read-only -- "$true_bin"
-               ::: run-landlock "$bin" run --backend landlock --mode read-only -- "$true_bin")
+               ::: run-landlock "$bin" run --backend landlock --mode read-only -- "$true_bin"
+               ::: landlock-exec-netdeny "$bin" --backend landlock --mode read-only --network deny -- "$true_bin")
     if runs "$bin" --backend landlock --mode workspace-write -- "$true_bin" && runs "$floor" "${ww_grants[@]}" "$true_bin"; then
         commands+=(::: landlock-floor-ww "$floor" "${ww_grants[@]}" "$true_bin"
                    ::: landlock-floor-run-ww "$floor" -s "${ww_grants[@]}" "$true_bin"
@@ -265,9 +267,9 @@ printf '%-26s' command
 for limit in "${limits[@]}"; do printf ' %22s %9s' "median ms (NOFILE $limit)" "cpu ms"; done
 printf ' %5s  %s\n' exit "(p25-p75 ms at the last limit)"
 for name in bare bwrap-direct wrapper-floor wrapper-floor-run stack-wrapper bwrap-exec run-bwrap bwrap-direct-ww wrapper-floor-ww \
-    wrapper-floor-run-ww bwrap-exec-ww run-bwrap-ww landlock-floor landlock-floor-run supervised-floor hardened-floor stack-floor \
+    wrapper-floor-run-ww bwrap-exec-ww run-bwrap-ww bwrap-exec-netdeny landlock-floor landlock-floor-run supervised-floor hardened-floor stack-floor \
     landlock-runner landlock-exec small-pages run-landlock landlock-floor-ww landlock-floor-run-ww landlock-floor-ww-temp \
-    landlock-floor-run-ww-temp landlock-exec-ww \
+    landlock-floor-run-ww-temp landlock-exec-ww landlock-exec-netdeny \
     run-landlock-ww chain-exec print version \
     pipe-bare pipe-relay pipe-landlock-exec pipe-landlock-run pipe-bwrap-exec pipe-bwrap-run \
     pipe-bare-merged pipe-landlock-exec-merged pipe-landlock-run-merged pipe-bwrap-exec-merged pipe-bwrap-run-merged; do
@@ -342,6 +344,8 @@ row "run / exec, the same, 2>&1 (merged), Landlock" pipe-landlock-run-merged pip
 row "a relay (| cat) / bare, ${pipe_mb} MiB to a pipe" pipe-relay pipe-bare
 row "exec / bare, ${pipe_mb} MiB stdout to a pipe, Landlock" pipe-landlock-exec pipe-bare
 row "exec / bare, ${pipe_mb} MiB stdout to a pipe, bwrap" pipe-bwrap-exec pipe-bare
+row "bwrap exec, read-only, --network deny / allow" bwrap-exec-netdeny bwrap-exec 1.10
+row "Landlock exec, read-only, --network deny / allow" landlock-exec-netdeny landlock-exec 1.10
 row "default chain exec / bwrap argv directly" chain-exec bwrap-direct
 row "--print (warm probe cache) / C floor" print landlock-floor 1.25
 row "--version / C floor" version landlock-floor
