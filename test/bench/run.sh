@@ -152,7 +152,9 @@ if runs "$bin" --backend bwrap --mode read-only -- "$true_bin"; then
             commands+=(::: "wrapper-floor$suffix" "$exec_floor" "${bwrap_argv[@]}"
                        ::: "wrapper-floor-run$suffix" "$exec_floor" -s "${bwrap_argv[@]}")
     done
-    commands+=(::: bwrap-exec-netdeny "$bin" --backend bwrap --mode read-only --network deny -- "$true_bin")
+    eval "bwrap_argv=($("$bin" --backend bwrap --print --format shell --mode read-only --network deny -- "$true_bin"))"
+    commands+=(::: bwrap-exec-netdeny "$bin" --backend bwrap --mode read-only --network deny -- "$true_bin"
+               ::: bwrap-direct-netdeny "${bwrap_argv[@]}")
     eval "bwrap_argv=($("$bin" --backend bwrap --print --format shell --mode read-only -- "$true_bin"))"
     [ -n "$stack_floor" ] && runs "$stack_floor" --exec-only --mode read-only -- "${bwrap_argv[@]}" &&
         commands+=(::: stack-wrapper "$stack_floor" --exec-only --mode read-only -- "${bwrap_argv[@]}")
@@ -267,7 +269,7 @@ printf '%-26s' command
 for limit in "${limits[@]}"; do printf ' %22s %9s' "median ms (NOFILE $limit)" "cpu ms"; done
 printf ' %5s  %s\n' exit "(p25-p75 ms at the last limit)"
 for name in bare bwrap-direct wrapper-floor wrapper-floor-run stack-wrapper bwrap-exec run-bwrap bwrap-direct-ww wrapper-floor-ww \
-    wrapper-floor-run-ww bwrap-exec-ww run-bwrap-ww bwrap-exec-netdeny landlock-floor landlock-floor-run supervised-floor hardened-floor stack-floor \
+    wrapper-floor-run-ww bwrap-exec-ww run-bwrap-ww bwrap-direct-netdeny bwrap-exec-netdeny landlock-floor landlock-floor-run supervised-floor hardened-floor stack-floor \
     landlock-runner landlock-exec small-pages run-landlock landlock-floor-ww landlock-floor-run-ww landlock-floor-ww-temp \
     landlock-floor-run-ww-temp landlock-exec-ww landlock-exec-netdeny \
     run-landlock-ww chain-exec print version \
@@ -345,6 +347,7 @@ row "a relay (| cat) / bare, ${pipe_mb} MiB to a pipe" pipe-relay pipe-bare
 row "exec / bare, ${pipe_mb} MiB stdout to a pipe, Landlock" pipe-landlock-exec pipe-bare
 row "exec / bare, ${pipe_mb} MiB stdout to a pipe, bwrap" pipe-bwrap-exec pipe-bare
 row "bwrap exec, read-only, --network deny / allow" bwrap-exec-netdeny bwrap-exec 1.10
+row "bwrap argv directly, --network deny / allow (its floor)" bwrap-direct-netdeny bwrap-direct
 row "Landlock exec, read-only, --network deny / allow" landlock-exec-netdeny landlock-exec 1.10
 row "default chain exec / bwrap argv directly" chain-exec bwrap-direct
 row "--print (warm probe cache) / C floor" print landlock-floor 1.25
