@@ -127,21 +127,6 @@ ojson failure_report(const std::optional<SandboxExecutionPolicy>& policy, const 
     return report;
 }
 
-// The run_here of a runner that is this very program: the Landlock runner is dsh-confine's own
-// file (a plan names it by /proc/self/exe's path). The same file, by identity, not by name: a
-// runner named in the config that is another copy is exec'd as named.
-posix::RunHere runner_is_this_program(const std::vector<std::string>& spawn_argv) {
-#if defined(__linux__)
-    struct stat self {}, runner {};
-    if (!spawn_argv.empty() && ::stat("/proc/self/exe", &self) == 0 && ::stat(spawn_argv.front().c_str(), &runner) == 0 &&
-        S_ISREG(runner.st_mode) && self.st_dev == runner.st_dev && self.st_ino == runner.st_ino)
-        return &dsh::cli::run;
-#else
-    (void)spawn_argv;
-#endif
-    return nullptr;
-}
-
 int supervise_and_report(const Planned& planned, const std::vector<std::string>& argv, ReportSink& sink) {
     std::vector<std::string> spawn_argv = planned.plan.argv;
     platform::StartProofPlan proof;
@@ -157,7 +142,7 @@ int supervise_and_report(const Planned& planned, const std::vector<std::string>&
     const posix::SupervisedRun outcome = posix::supervise(
         spawn_argv, proof.proof, proof.fdSlot, [&](std::string_view chunk) { classifier.feed(chunk); },
         proof.bwrapStatusSlot, proof.closeInherited ? &planned.confinedPolicy->keepFds : nullptr,
-        planned.plan.confined ? runner_is_this_program(spawn_argv) : nullptr);
+        proof.runnerIsSelf ? &dsh::cli::run : nullptr);
     if (proof.tempDir) platform::remove_run_temp_dir(*proof.tempDir);
     if (!outcome.spawned) throw Error(code::RunnerExec, outcome.spawnError);
 

@@ -50,6 +50,9 @@ struct StartProofPlan {
     // The runner closes nothing itself (sandbox-exec): the descriptors above 2 but the kept ones
     // are closed before it runs.
     bool closeInherited = false;
+    // The runner is dsh-confine itself (Landlock's, the plan's argv[0] is this binary): `run` calls
+    // its code in the runner's process instead of exec'ing a second copy with the same argv.
+    bool runnerIsSelf = false;
 };
 // Prepares a confined argv for `run`: adds the proof-of-start option, and where the runner
 // would make a per-call temp area itself (and leave it behind until a later call), makes it

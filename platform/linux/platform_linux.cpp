@@ -76,6 +76,7 @@ StartProofPlan prepare_for_run(std::vector<std::string>& argv, const std::string
         StartProofPlan plan;
         plan.proof = posix::StartProof::ExecMarker;
         plan.fdSlot = 3;
+        plan.runnerIsSelf = true;  // LandlockBackend's runner is this binary
         const auto separator = std::find(argv.begin(), argv.end(), "--");
         const auto base = std::find(argv.begin(), separator, "--private-temp-base");
         if (base != separator && base + 1 != separator) {

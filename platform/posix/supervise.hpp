@@ -38,7 +38,8 @@ struct SupervisedRun {
 // option's value), or -1 without a proof. `bwrap_status_slot`: the same for bubblewrap's
 // --json-status-fd (-1: none), read only to find the command for forwarded signals.
 //
-// `run_here`: set when argv[0] is this very program (the Landlock runner is dsh-confine itself).
+// `run_here`: set when argv[0] is this very program (the Landlock runner is dsh-confine itself:
+// platform::StartProofPlan::runnerIsSelf).
 // The runner's process then calls run_here(argc, argv) and exits with what it returns, where
 // it would have exec'd a second copy of the program with the same argv: the same arguments
 // through the same code, one execve (and one start-up of a static binary) fewer.
