@@ -126,7 +126,6 @@ Expected<ConfinedArgv> SeatbeltBackend::confine(const std::vector<std::string>& 
     out.protectedPaths = policy.protectedPaths;
     out.unreadablePaths = policy.unreadablePaths;
     out.network = policy.network;
-    if (policy.network == NetworkPolicy::Deny) out.denialSignatures.push_back("operation not permitted");
     out.passedFds = {0, 1, 2};
     out.passedFds.insert(out.passedFds.end(), policy.keepFds.begin(), policy.keepFds.end());
     return out;

@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "../../lib/denial_words.hpp"
 #include "../../lib/policy.hpp"
 #include "seatbelt_profiles.hpp"
 
@@ -152,7 +153,8 @@ std::vector<std::string> writable_roots(const Layout& layout, const SandboxPolic
 
 Dialect dialect(const std::vector<std::string>& extra_informational_lines) {
     Dialect out;
-    out.denialSignatures = {"operation not permitted"};
+    // Seatbelt refuses with EPERM, writes and (with the network denied) sockets alike.
+    add_denial_words(out.denialSignatures, DeniedErrno::Eperm);
     // A usage error (EX_USAGE, 64) or a profile sandbox-exec cannot compile (EX_DATAERR, 65):
     // every "sandbox-exec: " line then is the runner's own.
     RunnerFailureRule setup;

@@ -264,6 +264,9 @@ TEST(SeatbeltDialect, ExitStatusAloneProvesNothing) {
 TEST(SeatbeltDialect, EpermIsADenial) {
     EXPECT_EQ(verdict("touch: /Users/u/x: Operation not permitted\n", 1), Verdict::Denial);
     EXPECT_EQ(verdict("go: open /x: operation not permitted\n", 1), Verdict::Denial);
+    // npm names only the errno, which matches as a whole word.
+    EXPECT_EQ(verdict("npm error code EPERM\n", 1), Verdict::Denial);
+    EXPECT_EQ(verdict("error: EPERMANENT is not a code\n", 1), Verdict::Failure);
 }
 
 TEST(SeatbeltDialect, ExtraInformationalLinesAreKept) {
