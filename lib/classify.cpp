@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <array>
 #include <bit>
-#include <limits>
 #include <cstring>
 #include <deque>
+#include <limits>
 #include <map>
 
 #include <nlohmann/json.hpp>

@@ -60,9 +60,10 @@ std::vector<std::string> writable_roots(const SandboxPolicy& policy, const Layou
 // The denial text of a call with `policy`: EROFS always (every write outside the writable
 // roots meets a read-only bind); in workspace-write, EXDEV (a hard link or rename between a
 // writable root and another mount: each root is a bind mount of its own); EACCES where paths
-// are hidden (each is an empty directory or
-// file of mode 000); with the network denied, EPERM (the stage's filter refuses sockets) and
-// ENETUNREACH (the namespace has no route out). The words of each: lib/denial_words.hpp.
+// are hidden (each is an empty directory or file of mode 000); EBUSY and EXDEV with protected
+// paths (each is a mount point: it cannot be renamed or removed, nor linked across); with the
+// network denied, EPERM (the stage's filter refuses sockets) and ENETUNREACH (the namespace
+// has no route out). The words of each: lib/denial_words.hpp.
 std::vector<std::string> denial_signatures(const SandboxPolicy& policy);
 
 // The denial text every call has (EROFS) and the runner-failure rules for every message bubblewrap prints
