@@ -139,10 +139,15 @@ int supervise_and_report(const Planned& planned, const std::vector<std::string>&
     }
 
     StreamClassifier classifier(dialect);
-    const posix::SupervisedRun outcome = posix::supervise(
-        spawn_argv, proof.proof, proof.fdSlot, [&](std::string_view chunk) { classifier.feed(chunk); },
-        proof.bwrapStatusSlot, proof.closeInherited ? &planned.confinedPolicy->keepFds : nullptr,
-        proof.runnerIsSelf ? &dsh::cli::run : nullptr);
+    posix::SuperviseOptions options;
+    options.proof = proof.proof;
+    options.statusFdSlot = proof.fdSlot;
+    options.bwrapStatusSlot = proof.bwrapStatusSlot;
+    options.closeAllBut = proof.closeInherited ? &planned.confinedPolicy->keepFds : nullptr;
+    options.runHere = proof.runnerIsSelf ? &dsh::cli::run : nullptr;
+    options.runnerEndsTree = proof.runnerEndsTree;
+    const posix::SupervisedRun outcome =
+        posix::supervise(spawn_argv, options, [&](std::string_view chunk) { classifier.feed(chunk); });
     if (proof.tempDir) platform::remove_run_temp_dir(*proof.tempDir);
     if (!outcome.spawned) throw Error(code::RunnerExec, outcome.spawnError);
 

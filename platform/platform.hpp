@@ -53,6 +53,9 @@ struct StartProofPlan {
     // The runner is dsh-confine itself (Landlock's, the plan's argv[0] is this binary): `run` calls
     // its code in the runner's process instead of exec'ing a second copy with the same argv.
     bool runnerIsSelf = false;
+    // The runner ends the command's whole tree when it ends and dies with its parent, so `run`
+    // needs no keeper process in front of it (bubblewrap's pid namespace and --die-with-parent).
+    bool runnerEndsTree = false;
 };
 // Prepares a confined argv for `run`: adds the proof-of-start option, and where the runner
 // would make a per-call temp area itself (and leave it behind until a later call), makes it

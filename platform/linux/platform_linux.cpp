@@ -70,6 +70,11 @@ StartProofPlan prepare_for_run(std::vector<std::string>& argv, const std::string
         plan.proof = posix::StartProof::ExecMarker;
         plan.fdSlot = static_cast<int>(at - argv.begin()) + 1;
         plan.bwrapStatusSlot = 2;
+        // bubblewrap's pid 1 dies with bubblewrap, and everything in its pid namespace with it:
+        // what the command leaves cannot outlive the runner, nor the runner dsh-confine.
+        const auto options_end = std::find(argv.begin(), argv.end(), "--");
+        plan.runnerEndsTree = std::find(argv.begin(), options_end, "--unshare-pid") != options_end &&
+                              std::find(argv.begin(), options_end, "--die-with-parent") != options_end;
         return plan;
     }
     if (backend == "landlock") {

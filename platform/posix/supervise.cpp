@@ -17,6 +17,7 @@
 
 #if defined(__linux__)
 #include <dirent.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #endif
@@ -54,6 +55,20 @@ void note_signal(int sig, siginfo_t* info, void*) {
     if (sig != SIGCHLD && sent_by_a_process(info)) g_pending.fetch_or(1U << sig);
     if (g_wake[1] >= 0) (void)!write(g_wake[1], "s", 1);
     errno = saved;
+}
+
+// Appends what `fd` holds now, without waiting for more; false once it reached its end.
+bool read_available(int fd, std::string& into) {
+    if (fd < 0) return false;
+    char buffer[512];
+    for (;;) {
+        pollfd ready{fd, POLLIN, 0};
+        if (poll(&ready, 1, 0) <= 0) return true;
+        const ssize_t n = read(fd, buffer, sizeof buffer);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return false;
+        into.append(buffer, static_cast<std::size_t>(n));
+    }
 }
 
 void drain(int fd) {
@@ -181,14 +196,112 @@ bool read_report(int fd, KeeperReport& report) {
     return true;
 }
 
+// What the runner's process is given: its argv (or the code to run in its place), where its
+// stderr goes, the start-proof descriptors it alone inherits, and the signal state to restore.
+struct RunnerSetup {
+    char* const* args;
+    RunHere runHere;
+    bool merge;  // stdout is stderr: both go to the stderr pipe
+    int errWrite, statusWrite, bwrapWrite;
+    const struct sigaction* saved;  // the caller's actions for kForwarded, in order
+    const struct sigaction* savedChld;
+    const struct sigaction* savedPipe;
+    const sigset_t* previous;  // the caller's mask
+};
+
+// What runs on the runner clone's own stack (start_runner) is left out of AddressSanitizer's
+// instrumentation: ASan takes a stack it did not make for a stack overflow and warns on stderr.
+#if defined(__GNUC__)
+#define DSH_OWN_STACK __attribute__((no_sanitize("address")))
+#else
+#define DSH_OWN_STACK
+#endif
+
+// The runner's process: resets what it inherited and becomes the runner. It dies with its
+// parent (parent-death signal), which it checks is still the one that forked it.
+[[noreturn]] DSH_OWN_STACK void become_runner(const RunnerSetup& setup, pid_t parent) {
+#if defined(__linux__)
+    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+#endif
+    if (getppid() != parent) _exit(125);
+    close(g_wake[0]);
+    close(g_wake[1]);
+    for (std::size_t i = 0; i < sizeof kForwarded / sizeof kForwarded[0]; ++i) sigaction(kForwarded[i], &setup.saved[i], nullptr);
+    sigaction(SIGCHLD, setup.savedChld, nullptr);
+    sigaction(SIGPIPE, setup.savedPipe, nullptr);  // an ignored SIGPIPE would survive the execve
+    sigprocmask(SIG_SETMASK, setup.previous, nullptr);  // the runner gets the caller's mask as it was
+    dup2(setup.errWrite, 2);
+    if (setup.merge) dup2(setup.errWrite, 1);
+    if (setup.statusWrite >= 0) fcntl(setup.statusWrite, F_SETFD, 0);  // inherited by the runner only
+    if (setup.bwrapWrite >= 0) fcntl(setup.bwrapWrite, F_SETFD, 0);
+    if (setup.runHere != nullptr) {
+        int argc = 0;
+        while (setup.args[argc] != nullptr) ++argc;
+        // What the exec'd copy would have done, here; its stdio buffers start empty (the
+        // caller flushed before forking), and exit is _exit, as after an execve.
+        const int status = setup.runHere(argc, const_cast<char**>(setup.args));
+        std::fflush(nullptr);
+        _exit(status);
+    }
+    execv(setup.args[0], setup.args);
+    const char* message = "dsh-confine: error: RUNNER_EXEC: cannot execute the runner\n";
+    (void)!write(2, message, std::strlen(message));
+    _exit(125);
+}
+
+#if defined(__linux__)
+struct RunnerStart {
+    const RunnerSetup* setup;
+    pid_t parent;
+};
+
+DSH_OWN_STACK int runner_entry(void* start) {
+    const auto* what = static_cast<const RunnerStart*>(start);
+    become_runner(*what->setup, what->parent);
+}
+#endif
+
+// Starts the runner's process and returns its pid (-1 if it could not be started). The caller
+// blocks every signal first: a handler of ours must not run in a child that shares its memory.
+// A runner that is exec'd is started as posix_spawn starts a program on Linux: a clone that
+// shares the caller's memory, on a stack of its own, while the caller waits for its execve
+// (CLONE_VM | CLONE_VFORK). No page tables are copied and neither side takes copy-on-write
+// faults afterwards; the child only reads the caller's memory and calls nothing but system
+// calls. A runner whose code runs here (runHere) gets a forked copy.
+pid_t start_runner(const RunnerSetup& setup) {
+    const pid_t parent = getpid();
+#if defined(__linux__)
+    if (setup.runHere == nullptr) {
+        constexpr std::size_t kStackSize = std::size_t{64} * 1024;  // a few frames of libc wrappers, then execve
+        std::vector<char> stack(kStackSize);
+        RunnerStart start{&setup, parent};
+        return clone(runner_entry, stack.data() + stack.size(), CLONE_VM | CLONE_VFORK | SIGCHLD, &start);
+    }
+#endif
+    const pid_t child = fork();
+    if (child == 0) become_runner(setup, parent);
+    return child;
+}
+
+// SIGCHLD open whatever the caller's mask had: the waits depend on it.
+void open_sigchld(const sigset_t& previous) {
+    sigset_t waiting = previous;
+    sigdelset(&waiting, SIGCHLD);
+    sigprocmask(SIG_SETMASK, &waiting, nullptr);
+}
+
+void block_all_signals() {
+    sigset_t all;
+    sigfillset(&all);
+    sigprocmask(SIG_SETMASK, &all, nullptr);
+}
+
 // The keeper sits between dsh-confine and the runner. It is the subreaper of the confined tree,
 // so whatever the command leaves behind is reparented to it, and it outlives dsh-confine: when
 // dsh-confine dies, even of SIGKILL, the `alive` pipe reads end-of-file and the keeper kills the
 // whole tree before it exits. (The runner also dies with the keeper, by its parent-death
 // signal.) It ignores the signals dsh-confine forwards, which are for the command.
-[[noreturn]] void keep(char* const* args, RunHere run_here, bool merge, int alive, int report, int err_write, int status_write, int bwrap_write,
-                       const struct sigaction* saved, const struct sigaction& saved_chld,
-                       const struct sigaction& saved_pipe, const sigset_t& previous) {
+[[noreturn]] void keep(const RunnerSetup& runner, int alive, int report) {
 #if defined(__linux__)
     prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 #endif
@@ -200,46 +313,14 @@ bool read_report(int fd, KeeperReport& report) {
     sigemptyset(&ignore.sa_mask);
     for (int sig : kForwarded)
         if (sig != SIGWINCH) sigaction(sig, &ignore, nullptr);
-    // The caller's mask, but SIGCHLD open whatever it was: the wait depends on it.
-    sigset_t waiting = previous;
-    sigdelset(&waiting, SIGCHLD);
-    sigprocmask(SIG_SETMASK, &waiting, nullptr);
 
-    const pid_t keeper = getpid();
-    const pid_t command = fork();
-    if (command == 0) {
-#if defined(__linux__)
-        prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-#endif
-        if (getppid() != keeper) _exit(125);
-        close(g_wake[0]);
-        close(g_wake[1]);
-        for (std::size_t i = 0; i < sizeof kForwarded / sizeof kForwarded[0]; ++i) sigaction(kForwarded[i], &saved[i], nullptr);
-        sigaction(SIGCHLD, &saved_chld, nullptr);
-        sigaction(SIGPIPE, &saved_pipe, nullptr);  // an ignored SIGPIPE would survive the execve
-        sigprocmask(SIG_SETMASK, &previous, nullptr);  // the runner gets the caller's mask as it was
-        dup2(err_write, 2);
-        if (merge) dup2(err_write, 1);
-        if (status_write >= 0) fcntl(status_write, F_SETFD, 0);  // inherited by the runner only
-        if (bwrap_write >= 0) fcntl(bwrap_write, F_SETFD, 0);
-        if (run_here != nullptr) {
-            int argc = 0;
-            while (args[argc] != nullptr) ++argc;
-            // What the exec'd copy would have done, here; its stdio buffers start empty (the
-            // caller flushed before the keeper was forked), and exit is _exit, as after an execve.
-            const int status = run_here(argc, const_cast<char**>(args));
-            std::fflush(nullptr);
-            _exit(status);
-        }
-        execv(args[0], args);
-        const char* message = "dsh-confine: error: RUNNER_EXEC: cannot execute the runner\n";
-        (void)!write(2, message, std::strlen(message));
-        _exit(125);
-    }
+    block_all_signals();
+    const pid_t command = start_runner(runner);
+    open_sigchld(*runner.previous);
     if (command < 0) _exit(125);
-    close(err_write);
-    if (status_write >= 0) close(status_write);
-    if (bwrap_write >= 0) close(bwrap_write);
+    close(runner.errWrite);
+    if (runner.statusWrite >= 0) close(runner.statusWrite);
+    if (runner.bwrapWrite >= 0) close(runner.bwrapWrite);
     const KeeperReport started{'P', command};
     (void)!write(report, &started, sizeof started);
 
@@ -264,11 +345,15 @@ bool read_report(int fd, KeeperReport& report) {
 
 }  // namespace
 
-SupervisedRun supervise(std::vector<std::string> argv, StartProof proof, int status_fd_slot,
-                        const std::function<void(std::string_view)>& on_stderr, int bwrap_status_slot,
-                        const std::vector<int>* close_all_but, RunHere run_here) {
+SupervisedRun supervise(std::vector<std::string> argv, const SuperviseOptions& options,
+                        const std::function<void(std::string_view)>& on_stderr) {
     SupervisedRun run;
     const auto began = std::chrono::steady_clock::now();
+#if defined(__linux__)
+    const bool direct = options.runnerEndsTree;
+#else
+    const bool direct = false;  // no subreaper to wait for what the runner leaves
+#endif
     int err_pipe[2] = {-1, -1}, status_pipe[2] = {-1, -1}, bwrap_pipe[2] = {-1, -1}, alive[2] = {-1, -1}, report[2] = {-1, -1};
     const auto close_pipes = [&] {
         for (int* pair : {err_pipe, status_pipe, bwrap_pipe, g_wake, alive, report})
@@ -281,14 +366,15 @@ SupervisedRun supervise(std::vector<std::string> argv, StartProof proof, int sta
         return run;
     };
     if (!make_pipe(err_pipe) || !make_pipe(g_wake, true)) return pipe_failed();
-    if (proof != StartProof::None) {
+    if (options.proof != StartProof::None) {
         if (!make_pipe(status_pipe)) return pipe_failed();
-        argv[static_cast<std::size_t>(status_fd_slot)] = std::to_string(status_pipe[1]);
+        argv[static_cast<std::size_t>(options.statusFdSlot)] = std::to_string(status_pipe[1]);
     }
-    if (bwrap_status_slot >= 0) {
+    if (options.bwrapStatusSlot >= 0) {
         if (!make_pipe(bwrap_pipe)) return pipe_failed();
-        argv[static_cast<std::size_t>(bwrap_status_slot)] = std::to_string(bwrap_pipe[1]);
+        argv[static_cast<std::size_t>(options.bwrapStatusSlot)] = std::to_string(bwrap_pipe[1]);
     }
+    if (!direct && (!make_pipe(alive) || !make_pipe(report))) return pipe_failed();
     std::vector<char*> args;
     args.reserve(argv.size() + 1);
     for (auto& arg : argv) args.push_back(arg.data());
@@ -322,59 +408,86 @@ SupervisedRun supervise(std::vector<std::string> argv, StartProof proof, int sta
         // SIGPIPE stays ignored: what the caller does next (the report, its last stderr line)
         // must not die of a reader that went away either.
     };
-    if (!make_pipe(alive) || !make_pipe(report)) {
-        restore_signals();
-        return pipe_failed();
-    }
     run.merged = stdout_is_stderr();
     std::fflush(nullptr);  // nothing buffered is written twice by a child that returns to C++
-    const pid_t pid = fork();  // the keeper
+    const RunnerSetup runner{args.data(),  options.runHere, run.merged, err_pipe[1], status_pipe[1], bwrap_pipe[1],
+                             saved,        &saved_chld,     &saved_pipe, &previous};
+    pid_t pid = -1;  // the keeper, or without one the runner itself
+    if (direct) {
+#if defined(__linux__)
+        // No keeper: the runner ends the command's tree itself when it ends, and dies with
+        // dsh-confine (bubblewrap's pid namespace and --die-with-parent: the sandbox's pid 1
+        // dies with bubblewrap, and the kernel kills everything in its namespace). dsh-confine
+        // becomes the subreaper so that pid 1 comes to it, and it waits for that namespace to
+        // be gone before it answers.
+        prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+#endif
+        if (options.closeAllBut) close_on_exec_except(*options.closeAllBut);
+        block_all_signals();
+        pid = start_runner(runner);
+    } else {
+        pid = fork();
+        if (pid == 0) {
+            close(alive[1]);
+            close(report[0]);
+            close(err_pipe[0]);
+            if (status_pipe[0] >= 0) close(status_pipe[0]);
+            if (bwrap_pipe[0] >= 0) close(bwrap_pipe[0]);
+            close(g_wake[0]);
+            close(g_wake[1]);
+            if (options.closeAllBut) close_on_exec_except(*options.closeAllBut);
+            keep(runner, alive[0], report[1]);
+        }
+    }
+    open_sigchld(previous);  // SIGCHLD open until the end, even if the caller had blocked it
     if (pid < 0) {
         run.spawnError = std::string("fork: ") + std::strerror(errno);
         restore_signals();
         close_pipes();
         return run;
     }
-    if (pid == 0) {
-        close(alive[1]);
-        close(report[0]);
-        close(err_pipe[0]);
-        if (status_pipe[0] >= 0) close(status_pipe[0]);
-        if (bwrap_pipe[0] >= 0) close(bwrap_pipe[0]);
-        close(g_wake[0]);
-        close(g_wake[1]);
-        if (close_all_but) close_on_exec_except(*close_all_but);
-        keep(args.data(), run_here, run.merged, alive[0], report[1], err_pipe[1], status_pipe[1], bwrap_pipe[1], saved, saved_chld, saved_pipe, previous);
-    }
     run.spawned = true;
-    sigset_t waiting = previous;  // SIGCHLD open until the end, even if the caller had blocked it
-    sigdelset(&waiting, SIGCHLD);
-    sigprocmask(SIG_SETMASK, &waiting, nullptr);
-    // The keeper's ends (close_pipes closes the rest at the end).
+    // The child's ends (close_pipes closes the rest at the end).
     for (int* end : {&alive[0], &report[1], &err_pipe[1], &status_pipe[1], &bwrap_pipe[1]})
         if (*end >= 0) close(*end), *end = -1;
-    // The command's pid, which forwarded signals are for (the keeper ignores them).
-    KeeperReport first{};
-    const pid_t command = read_report(report[0], first) && first.kind == 'P' ? first.value : pid;
 
+    // Without a keeper, the runner is the command as far as forwarded signals go; with one,
+    // the keeper reports the command's pid once it is forked (the keeper ignores forwarded
+    // signals), then the command's wait status once it and whatever it left behind are gone.
+    pid_t command = direct ? pid : -1;
+    std::optional<int> command_status;
+    bool tree_done = false;  // the command and all it left are gone (or the keeper is, without a word)
+    const auto read_keeper = [&] {
+        KeeperReport record{};
+        if (!read_report(report[0], record)) tree_done = true;
+        else if (record.kind == 'P') command = record.value;
+        else if (record.kind == 'W') command_status = record.value, tree_done = true;
+    };
+
+    // Only stderr, the keeper's reports and the wake pipe are watched while the command runs.
+    // The start proof and bubblewrap's status are small and wait in their pipes: they are read
+    // when a signal is forwarded and once the command is done, each a wake-up fewer per call.
     std::string status, bwrap_status;
-    bool err_open = true, status_open = status_pipe[0] >= 0, bwrap_open = bwrap_pipe[0] >= 0;
+    bool err_open = true;
     bool err_sink = true;  // our stderr still takes output (its reader may have gone away)
-    // The command's end is watched apart from its stderr: what it left running may hold the
-    // pipe open, and is ended once the command itself has exited. The keeper's exit is seen by
-    // SIGCHLD on the wake pipe, and checked once before the first wait (it may be long gone).
     int wait_status = 0;
-    bool reaped = waitpid(pid, &wait_status, WNOHANG) == pid;
+    // Without a keeper the runner may be long gone before the first wait.
+    const auto reap_runner = [&] {
+        if (!direct || tree_done || waitpid(pid, &wait_status, WNOHANG) != pid) return;
+        command_status = wait_status;
+        kill_leftovers();  // the sandbox's pid 1, reparented here, and its namespace with it
+        tree_done = true;
+    };
+    reap_runner();
     char buffer[65536];
-    while (err_open || status_open || bwrap_open || !reaped) {
-        pollfd fds[4] = {{err_open ? err_pipe[0] : -1, POLLIN, 0},
-                         {status_open ? status_pipe[0] : -1, POLLIN, 0},
-                         {g_wake[0], POLLIN, 0},
-                         {bwrap_open ? bwrap_pipe[0] : -1, POLLIN, 0}};
-        // Once the keeper is gone, what is left in the pipes is read without waiting for their
-        // end: on Linux the keeper killed every writer first, but where it cannot (macOS) a
-        // process the command left behind may hold them open.
-        const int ready = poll(fds, 4, reaped ? 0 : -1);
+    while (err_open || !tree_done) {
+        pollfd fds[3] = {{err_open ? err_pipe[0] : -1, POLLIN, 0},
+                         {tree_done || direct ? -1 : report[0], POLLIN, 0},
+                         {g_wake[0], POLLIN, 0}};
+        // Once the tree is gone, what is left in stderr is read without waiting for its end:
+        // on Linux every writer was killed first, but where it cannot be (macOS) a process the
+        // command left behind may hold the pipe open.
+        const int ready = poll(fds, 3, tree_done ? 0 : -1);
         if (ready < 0) {
             if (errno == EINTR) continue;
             break;
@@ -382,15 +495,18 @@ SupervisedRun supervise(std::vector<std::string> argv, StartProof proof, int sta
         if (ready == 0) break;
         if (fds[2].revents & POLLIN) {
             drain(g_wake[0]);
-            if (!reaped && waitpid(pid, &wait_status, WNOHANG) == pid) reaped = true;
+            reap_runner();
             const unsigned pending = g_pending.exchange(0);
             if (pending) {
-                const pid_t target = signal_target(command, bwrap_status);
+                while (command < 0 && !tree_done) read_keeper();  // the pid comes first, right after the fork
+                read_available(bwrap_pipe[0], bwrap_status);
+                const pid_t target = signal_target(command > 0 ? command : pid, bwrap_status);
                 for (int sig : kForwarded)
                     if (pending & (1U << sig)) kill(target, sig);
                 run.forwardedSignals |= pending;
             }
         }
+        if (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) read_keeper();
         if (err_open && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) {
             const ssize_t n = read(err_pipe[0], buffer, sizeof buffer);
             if (n > 0) {
@@ -402,32 +518,32 @@ SupervisedRun supervise(std::vector<std::string> argv, StartProof proof, int sta
                 err_open = false;
             }
         }
-        if (status_open && (fds[1].revents & (POLLIN | POLLHUP | POLLERR))) {
-            const ssize_t n = read(status_pipe[0], buffer, sizeof buffer);
-            if (n > 0) status.append(buffer, static_cast<std::size_t>(n));
-            else if (n == 0 || errno != EINTR) status_open = false;
-        }
-        if (bwrap_open && (fds[3].revents & (POLLIN | POLLHUP | POLLERR))) {
-            const ssize_t n = read(bwrap_pipe[0], buffer, sizeof buffer);
-            if (n > 0) bwrap_status.append(buffer, static_cast<std::size_t>(n));
-            else if (n == 0 || errno != EINTR) bwrap_open = false;
+    }
+    if (!tree_done) {  // left early (poll failed): wait for the end all the same
+        if (direct) {
+            while (waitpid(pid, &wait_status, 0) < 0 && errno == EINTR) {
+            }
+            command_status = wait_status;
+            kill_leftovers();
+        } else {
+            while (!tree_done) read_keeper();
         }
     }
-    if (!reaped) {
+    read_available(status_pipe[0], status);
+    // The command's own wait status, as the keeper saw it. Once it is reported, the keeper has
+    // nothing left to do but exit, and is not waited for (whoever reaps dsh-confine's orphans
+    // reaps it). Without a report the keeper itself was killed, and its death is the run's.
+    if (command_status) wait_status = *command_status;
+    else if (!direct)
         while (waitpid(pid, &wait_status, 0) < 0 && errno == EINTR) {
         }
-    }
-    // The command's own wait status, as the keeper saw it; without one the keeper itself was
-    // killed, and its death is the run's.
-    KeeperReport last{};
-    if (read_report(report[0], last) && last.kind == 'W') wait_status = last.value;
     restore_signals();
     close_pipes();
 
     if (WIFEXITED(wait_status)) run.exitCode = WEXITSTATUS(wait_status);
     else if (WIFSIGNALED(wait_status)) run.signal = WTERMSIG(wait_status);
-    run.started = judge_start(proof, status);
-    run.execFailed = proof == StartProof::ExecMarker && status == "SF";
+    run.started = judge_start(options.proof, status);
+    run.execFailed = options.proof == StartProof::ExecMarker && status == "SF";
     run.durationMs = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - began).count();
     return run;
 }

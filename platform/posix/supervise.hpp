@@ -29,23 +29,39 @@ struct SupervisedRun {
     long long durationMs = 0;
 };
 
+// How the runner is started and what it offers.
+using RunHere = int (*)(int argc, char** argv);
+struct SuperviseOptions {
+    StartProof proof = StartProof::None;
+    // The index in argv of a placeholder the proof's fd number is written into (the runner
+    // option's value); -1 without a proof.
+    int statusFdSlot = -1;
+    // The same for bubblewrap's --json-status-fd (-1: none), read only to find the command for
+    // forwarded signals.
+    int bwrapStatusSlot = -1;
+    // Descriptors above 2 but these are closed in the runner (a runner that closes nothing itself).
+    const std::vector<int>* closeAllBut = nullptr;
+    // Set when argv[0] is this very program (the Landlock runner is dsh-confine itself:
+    // platform::StartProofPlan::runnerIsSelf). The runner's process then calls
+    // runHere(argc, argv) and exits with what it returns, where it would have exec'd a second
+    // copy of the program with the same argv: the same arguments through the same code, one
+    // execve (and one start-up of a static binary) fewer.
+    RunHere runHere = nullptr;
+    // The runner ends the command's whole tree when it ends, and dies with its parent
+    // (bubblewrap with --unshare-pid and --die-with-parent): no keeper is needed between them.
+    // dsh-confine is then the runner's parent and the subreaper of what the runner leaves.
+    bool runnerEndsTree = false;
+};
+
+// Runs argv and watches it. Between dsh-confine and the runner sits a keeper process, the
+// subreaper that ends the command's tree when the command ends or dsh-confine dies (even of
+// SIGKILL), unless the runner does that itself (runnerEndsTree, Linux).
 // When stdout and stderr are the same open file (`>log 2>&1`, one pipe, one pty), the command
 // gets one pipe for both, so their order is kept byte for byte, and `on_stderr` sees the merged
 // stream; otherwise stdout is inherited untouched.
 // SIGPIPE is ignored from here on (the command gets the disposition it had): a reader of
 // stderr that goes away ends the passthrough, not dsh-confine.
-// `status_fd_slot`: index in argv of a placeholder the fd number is written into (the runner
-// option's value), or -1 without a proof. `bwrap_status_slot`: the same for bubblewrap's
-// --json-status-fd (-1: none), read only to find the command for forwarded signals.
-//
-// `run_here`: set when argv[0] is this very program (the Landlock runner is dsh-confine itself:
-// platform::StartProofPlan::runnerIsSelf).
-// The runner's process then calls run_here(argc, argv) and exits with what it returns, where
-// it would have exec'd a second copy of the program with the same argv: the same arguments
-// through the same code, one execve (and one start-up of a static binary) fewer.
-using RunHere = int (*)(int argc, char** argv);
-SupervisedRun supervise(std::vector<std::string> argv, StartProof proof, int status_fd_slot,
-                        const std::function<void(std::string_view)>& on_stderr, int bwrap_status_slot = -1,
-                        const std::vector<int>* close_all_but = nullptr, RunHere run_here = nullptr);
+SupervisedRun supervise(std::vector<std::string> argv, const SuperviseOptions& options,
+                        const std::function<void(std::string_view)>& on_stderr);
 
 }  // namespace dsh::posix

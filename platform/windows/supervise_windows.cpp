@@ -16,9 +16,8 @@ BOOL WINAPI ignore_console_event(DWORD) { return TRUE; }
 
 }  // namespace
 
-SupervisedRun supervise(std::vector<std::string> argv, StartProof /*proof*/, int /*status_fd_slot*/,
-                        const std::function<void(std::string_view)>& on_stderr, int /*bwrap_status_slot*/,
-                        const std::vector<int>* /*close_all_but*/, RunHere /*run_here*/) {
+SupervisedRun supervise(std::vector<std::string> argv, const SuperviseOptions& /*options*/,
+                        const std::function<void(std::string_view)>& on_stderr) {
     SupervisedRun run;
     const auto began = std::chrono::steady_clock::now();
     SECURITY_ATTRIBUTES plain{sizeof(SECURITY_ATTRIBUTES), nullptr, FALSE};
