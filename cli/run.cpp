@@ -144,7 +144,12 @@ int supervise_and_report(const Planned& planned, const std::vector<std::string>&
     options.statusFdSlot = proof.fdSlot;
     options.bwrapStatusSlot = proof.bwrapStatusSlot;
     options.closeAllBut = proof.closeInherited ? &planned.confinedPolicy->keepFds : nullptr;
-    options.runHere = proof.runnerIsSelf ? &dsh::cli::run : nullptr;
+    if (proof.runnerIsSelf)
+        options.runHere = [&](int argc, char** runner_argv) {
+            ConfinedArgv confined = *planned.plan.confined;
+            confined.argv.assign(runner_argv, runner_argv + argc);
+            return platform::exec_plan(confined, *planned.confinedPolicy, argv, planned.resolved.config);
+        };
     options.runnerEndsTree = proof.runnerEndsTree;
     const posix::SupervisedRun outcome =
         posix::supervise(spawn_argv, options, [&](std::string_view chunk) { classifier.feed(chunk); });

@@ -43,12 +43,18 @@ int exec_plan(const ConfinedArgv& confined, const SandboxPolicy& policy, const s
     if (confined.backend == "landlock") {
         // The arguments the printed plan passes to its runner, so the same ruleset and checks.
         landlock::RunnerArgs args = landlock::runner_args(policy, geteuid(), config.landlock.maxAbi);
+        // As the argv gives them: the printed plan's, or `run`'s with the area it made and the
+        // proof's fd in place of the base (prepare_for_run).
         args.writableRoots.clear();
+        args.tempDir.reset();
+        args.privateTempBase.reset();
         for (std::size_t i = 0; i + 1 < confined.argv.size() && confined.argv[i] != "--"; ++i) {
             if (confined.argv[i] == "--workspace-root-id") args.workspaceRootId = confined.argv[i + 1];
             if (confined.argv[i] == "--temp-dir-id") args.tempDirId = confined.argv[i + 1];
             if (confined.argv[i] == "--writable-root") args.writableRoots.push_back(confined.argv[i + 1]);
             if (confined.argv[i] == "--private-temp-base") args.privateTempBase = confined.argv[i + 1];
+            if (confined.argv[i] == "--temp-dir") args.tempDir = confined.argv[i + 1];
+            if (confined.argv[i] == "--status-fd") args.statusFd = std::stoi(confined.argv[i + 1]);
         }
         return landlock::exec_confined(args, argv);
     }

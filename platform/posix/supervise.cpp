@@ -200,7 +200,7 @@ bool read_report(int fd, KeeperReport& report) {
 // stderr goes, the start-proof descriptors it alone inherits, and the signal state to restore.
 struct RunnerSetup {
     char* const* args;
-    RunHere runHere;
+    const RunHere* runHere;  // null: exec args
     bool merge;  // stdout is stderr: both go to the stderr pipe
     int errWrite, statusWrite, bwrapWrite;
     const struct sigaction* saved;  // the caller's actions for kForwarded, in order
@@ -239,7 +239,7 @@ struct RunnerSetup {
         while (setup.args[argc] != nullptr) ++argc;
         // What the exec'd copy would have done, here; its stdio buffers start empty (the
         // caller flushed before forking), and exit is _exit, as after an execve.
-        const int status = setup.runHere(argc, const_cast<char**>(setup.args));
+        const int status = (*setup.runHere)(argc, const_cast<char**>(setup.args));
         std::fflush(nullptr);
         _exit(status);
     }
@@ -410,7 +410,7 @@ SupervisedRun supervise(std::vector<std::string> argv, const SuperviseOptions& o
     };
     run.merged = stdout_is_stderr();
     std::fflush(nullptr);  // nothing buffered is written twice by a child that returns to C++
-    const RunnerSetup runner{args.data(),  options.runHere, run.merged, err_pipe[1], status_pipe[1], bwrap_pipe[1],
+    const RunnerSetup runner{args.data(),  options.runHere ? &options.runHere : nullptr, run.merged, err_pipe[1], status_pipe[1], bwrap_pipe[1],
                              saved,        &saved_chld,     &saved_pipe, &previous};
     pid_t pid = -1;  // the keeper, or without one the runner itself
     if (direct) {

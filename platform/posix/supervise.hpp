@@ -30,7 +30,7 @@ struct SupervisedRun {
 };
 
 // How the runner is started and what it offers.
-using RunHere = int (*)(int argc, char** argv);
+using RunHere = std::function<int(int argc, char** argv)>;
 struct SuperviseOptions {
     StartProof proof = StartProof::None;
     // The index in argv of a placeholder the proof's fd number is written into (the runner
@@ -43,10 +43,10 @@ struct SuperviseOptions {
     const std::vector<int>* closeAllBut = nullptr;
     // Set when argv[0] is this very program (the Landlock runner is dsh-confine itself:
     // platform::StartProofPlan::runnerIsSelf). The runner's process then calls
-    // runHere(argc, argv) and exits with what it returns, where it would have exec'd a second
-    // copy of the program with the same argv: the same arguments through the same code, one
-    // execve (and one start-up of a static binary) fewer.
-    RunHere runHere = nullptr;
+    // runHere(argc, argv), with argv as it would have exec'd it (the proof's fd in place), and
+    // exits with what it returns: the runner's code in place, one execve (and one start-up of a
+    // static binary) fewer.
+    RunHere runHere;
     // The runner ends the command's whole tree when it ends, and dies with its parent
     // (bubblewrap with --unshare-pid and --die-with-parent): no keeper is needed between them.
     // dsh-confine is then the runner's parent and the subreaper of what the runner leaves.
