@@ -41,13 +41,6 @@ namespace {
 
 std::string errno_text(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
 
-int last_capability() {
-    std::ifstream in("/proc/sys/kernel/cap_last_cap");
-    int last = 40;
-    if (in >> last) return last;
-    return 40;
-}
-
 bool capabilities(__user_cap_data_struct (&data)[2]) {
     __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
     return syscall(SYS_capget, &header, data) == 0;
@@ -105,12 +98,14 @@ bool drop_capabilities(std::string& why) {
             why = errno_text("securebits");
             return false;
         }
-        const int last = last_capability();  // read once: each call opens a /proc file
-        for (int cap = 0; cap <= last; ++cap)
-            if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno != EINVAL) {
-                why = errno_text("dropping the capability bounding set");
-                return false;
-            }
+        // Every capability this kernel knows, up to the first number it refuses as invalid
+        // (its CAP_LAST_CAP + 1), without reading /proc/sys/kernel/cap_last_cap.
+        for (int cap = 0;; ++cap) {
+            if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == 0) continue;
+            if (errno == EINVAL && cap > 0) break;
+            why = errno_text("dropping the capability bounding set");
+            return false;
+        }
     }
     __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
     __user_cap_data_struct none[2] = {};

@@ -99,14 +99,12 @@ static int drop_capabilities(void) {
         if (prctl(PR_SET_SECUREBITS, SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
                                          SECBIT_NO_SETUID_FIXUP_LOCKED, 0, 0, 0) != 0)
             return -1;
-        int last = 40;
-        FILE* f = fopen("/proc/sys/kernel/cap_last_cap", "r");
-        if (f) {
-            if (fscanf(f, "%d", &last) != 1) last = 40;
-            fclose(f);
-        }
-        for (int cap = 0; cap <= last; ++cap)
-            if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno != EINVAL) return -1;
+        /* Up to the first number the kernel refuses as invalid (CAP_LAST_CAP + 1). */
+        for (int cap = 0;; ++cap)
+            if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0) {
+                if (errno == EINVAL && cap > 0) break;
+                return -1;
+            }
     }
     struct __user_cap_data_struct none[2] = {{0}};
     return (int)syscall(SYS_capset, &header, none);

@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -639,6 +640,46 @@ TEST_P(InheritedDescriptors, AKeptDescriptorIsPassedOnAndListed) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Linux, InheritedDescriptors, ::testing::ValuesIn(every_combination()), param_name);
+
+// --- capabilities ----------------------------------------------------------------------
+
+// The command holds no capability and cannot gain one by exec (no_new_privs), whoever called,
+// through the exec path and `run`, under each backend; a root caller's command has an empty
+// bounding set too. (A caller without capabilities cannot shrink its bounding set under
+// Landlock, which needs CAP_SETPCAP; with nothing permitted and no_new_privs set, the set
+// grants nothing. bubblewrap's user namespace empties it for everyone.) Read from the
+// kernel's own view of the command (/proc/self/status).
+class Capabilities : public EscapeClass {};
+
+TEST_P(Capabilities, TheCommandHoldsNoneAndCanGainNone) {
+    for (const std::string mode : {"read-only", "workspace-write"})
+        for (const bool run : {false, true}) {
+            std::vector<std::string> args = {"--backend", backend, "--mode", mode, "--workspace-root", ws, "--",
+                                             "/bin/grep", "-E", "^(Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs):", "/proc/self/status"};
+            if (run) args.insert(args.begin(), "run");
+            const std::string where = mode + (run ? " run" : " exec");
+            const e2e::Result r = dsh(args, ws);
+            ASSERT_EQ(r.status, 0) << where << ": " << r.err;
+            std::istringstream lines(r.out);
+            std::map<std::string, std::string> fields;
+            for (std::string line; std::getline(lines, line);) {
+                const std::size_t colon = line.find(':');
+                if (colon == std::string::npos) continue;
+                std::string value = line.substr(colon + 1);
+                value.erase(0, value.find_first_not_of(" \t"));
+                fields[line.substr(0, colon)] = value;
+            }
+            for (const char* set : {"CapInh", "CapPrm", "CapEff", "CapAmb"})
+                EXPECT_EQ(fields[set], "0000000000000000") << where << ": " << set << " in\n" << r.out;
+            if (asRoot || backend == "bwrap")
+                EXPECT_EQ(fields["CapBnd"], "0000000000000000") << where << ": CapBnd in\n" << r.out;
+            else
+                EXPECT_EQ(fields["CapBnd"].size(), 16U) << where << ":\n" << r.out;
+            EXPECT_EQ(fields["NoNewPrivs"], "1") << where << ":\n" << r.out;
+        }
+}
+
+INSTANTIATE_TEST_SUITE_P(Linux, Capabilities, ::testing::ValuesIn(every_combination()), param_name);
 
 // --- 7: inode flags through ioctl ------------------------------------------------------------
 
