@@ -141,6 +141,12 @@ void kill_leftovers() {
     // events, and the rounds end when a round finds nothing.
     const pid_t self = getpid();
     for (int round = 0; round < 64; ++round) {
+        // No child at all (ECHILD): nothing is left, and the kernel's list need not be read.
+        // That is the usual end of a round, and of a command that left nothing running.
+        pid_t reaped = 0;
+        while ((reaped = waitpid(-1, nullptr, WNOHANG)) > 0) {
+        }
+        if (reaped < 0 && errno == ECHILD) break;
         std::vector<pid_t> found;
         char path[64];
         std::snprintf(path, sizeof path, "/proc/%ld/task/%ld/children", static_cast<long>(self), static_cast<long>(self));
@@ -170,8 +176,6 @@ void kill_leftovers() {
         for (pid_t child : found)
             while (waitpid(child, nullptr, 0) < 0 && errno == EINTR) {
             }
-        while (waitpid(-1, nullptr, WNOHANG) > 0) {
-        }
         if (found.empty()) break;
     }
 #endif
@@ -272,10 +276,12 @@ pid_t start_runner(const RunnerSetup& setup) {
     const pid_t parent = getpid();
 #if defined(__linux__)
     if (setup.runHere == nullptr) {
-        constexpr std::size_t kStackSize = std::size_t{64} * 1024;  // a few frames of libc wrappers, then execve
-        std::vector<char> stack(kStackSize);
+        // The clone's stack lies in this frame, which stays put while the clone runs (the
+        // caller waits for its execve), and is left uninitialized: the clone touches only the
+        // few frames it uses (libc's wrappers, then execve) at the top.
+        alignas(16) char stack[std::size_t{32} * 1024];
         RunnerStart start{&setup, parent};
-        return clone(runner_entry, stack.data() + stack.size(), CLONE_VM | CLONE_VFORK | SIGCHLD, &start);
+        return clone(runner_entry, stack + sizeof stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &start);
     }
 #endif
     const pid_t child = fork();
