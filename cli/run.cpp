@@ -142,7 +142,7 @@ int supervise_and_report(const Planned& planned, const std::vector<std::string>&
     posix::SuperviseOptions options;
     options.proof = proof.proof;
     options.statusFdSlot = proof.fdSlot;
-    options.bwrapStatusSlot = proof.bwrapStatusSlot;
+    options.commandIsGrandchild = proof.commandIsGrandchild;
     options.closeAllBut = proof.closeInherited ? &planned.confinedPolicy->keepFds : nullptr;
     if (proof.runnerIsSelf)
         options.runHere = [&](int argc, char** runner_argv) {

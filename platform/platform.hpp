@@ -42,9 +42,9 @@ int exec_plan(const ConfinedArgv& confined, const SandboxPolicy& policy, const s
 struct StartProofPlan {
     posix::StartProof proof = posix::StartProof::None;
     int fdSlot = -1;  // the index of the proof's fd placeholder in argv
-    // bubblewrap's --json-status-fd placeholder (-1: none): not a proof of start (the stage
-    // gives that), but the sandbox's pid 1, whose child forwarded signals are for.
-    int bwrapStatusSlot = -1;
+    // The command is the runner's grandchild, the child of the sandbox's pid 1 (bubblewrap):
+    // where forwarded signals go.
+    bool commandIsGrandchild = false;
     // A per-call temp area the caller made for this run and removes when it ends.
     std::optional<std::string> tempDir;
     // The runner closes nothing itself (sandbox-exec): the descriptors above 2 but the kept ones

@@ -66,16 +66,14 @@ int exec_plan(const ConfinedArgv& confined, const SandboxPolicy& policy, const s
 
 StartProofPlan prepare_for_run(std::vector<std::string>& argv, const std::string& backend) {
     if (backend == "bwrap") {
-        // bubblewrap's own status (the sandbox's pid 1, to find the command for signals) and the
-        // stage's proof of start, which alone says whether the command was reached.
-        argv.insert(argv.begin() + 1, {"--json-status-fd", "-1"});
+        // The stage's proof of start, which alone says whether the command was reached.
         const auto stage = std::find(argv.begin(), argv.end(), "bwrap-stage");
         if (stage == argv.end()) throw Error(code::RunnerExec, "the bubblewrap plan names no stage");
         const auto at = argv.insert(stage + 1, {"--status-fd", "-1"});
         StartProofPlan plan;
         plan.proof = posix::StartProof::ExecMarker;
         plan.fdSlot = static_cast<int>(at - argv.begin()) + 1;
-        plan.bwrapStatusSlot = 2;
+        plan.commandIsGrandchild = true;
         // bubblewrap's pid 1 dies with bubblewrap, and everything in its pid namespace with it:
         // what the command leaves cannot outlive the runner, nor the runner dsh-confine.
         const auto options_end = std::find(argv.begin(), argv.end(), "--");

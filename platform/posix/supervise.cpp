@@ -22,7 +22,6 @@
 #include <sys/syscall.h>
 #endif
 
-#include <nlohmann/json.hpp>
 
 #include "process.hpp"
 
@@ -77,26 +76,33 @@ void drain(int fd) {
     }
 }
 
-// The process a forwarded signal is for. Under bubblewrap that is not bwrap (which dies of
-// most signals without passing them on) nor the sandbox's pid 1 (which ignores them), but
-// pid 1's child: the command itself.
-pid_t signal_target(pid_t child, const std::string& status) {
-#if !defined(__linux__)
-    (void)status;
-    return child;
-#else
-    const std::size_t key = status.find("\"child-pid\"");
-    if (key == std::string::npos) return child;
-    const long init = std::strtol(status.c_str() + status.find(':', key) + 1, nullptr, 10);
-    const std::string path = "/proc/" + std::to_string(init) + "/task/" + std::to_string(init) + "/children";
-    FILE* file = std::fopen(path.c_str(), "r");
-    long command = 0;
+#if defined(__linux__)
+// The first child the kernel lists for `pid` (CONFIG_PROC_CHILDREN), or 0.
+pid_t first_child(pid_t pid) {
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/%ld/task/%ld/children", static_cast<long>(pid), static_cast<long>(pid));
+    FILE* file = std::fopen(path, "r");
+    long child = 0;
     if (file) {
-        if (std::fscanf(file, "%ld", &command) != 1) command = 0;
+        if (std::fscanf(file, "%ld", &child) != 1) child = 0;
         std::fclose(file);
     }
-    return command > 0 ? static_cast<pid_t>(command) : child;
+    return child > 0 ? static_cast<pid_t>(child) : 0;
+}
 #endif
+
+// The process a forwarded signal is for. Under bubblewrap that is not bwrap (which dies of
+// most signals without passing them on) nor the sandbox's pid 1 (which ignores them), but
+// pid 1's child: the command itself, bwrap's grandchild. Until it exists, the runner.
+pid_t signal_target(pid_t runner, bool grandchild) {
+#if defined(__linux__)
+    if (grandchild)
+        if (const pid_t init = first_child(runner))
+            if (const pid_t command = first_child(init)) return command;
+#else
+    (void)grandchild;
+#endif
+    return runner;
 }
 
 // Whether descriptors 1 and 2 are one open file: the same open file description where the kernel
@@ -206,7 +212,7 @@ struct RunnerSetup {
     char* const* args;
     const RunHere* runHere;  // null: exec args
     bool merge;  // stdout is stderr: both go to the stderr pipe
-    int errWrite, statusWrite, bwrapWrite;
+    int errWrite, statusWrite;
     const struct sigaction* saved;  // the caller's actions for kForwarded, in order
     const struct sigaction* savedChld;
     const struct sigaction* savedPipe;
@@ -237,7 +243,6 @@ struct RunnerSetup {
     dup2(setup.errWrite, 2);
     if (setup.merge) dup2(setup.errWrite, 1);
     if (setup.statusWrite >= 0) fcntl(setup.statusWrite, F_SETFD, 0);  // inherited by the runner only
-    if (setup.bwrapWrite >= 0) fcntl(setup.bwrapWrite, F_SETFD, 0);
     if (setup.runHere != nullptr) {
         int argc = 0;
         while (setup.args[argc] != nullptr) ++argc;
@@ -326,7 +331,6 @@ void block_all_signals() {
     if (command < 0) _exit(125);
     close(runner.errWrite);
     if (runner.statusWrite >= 0) close(runner.statusWrite);
-    if (runner.bwrapWrite >= 0) close(runner.bwrapWrite);
     const KeeperReport started{'P', command};
     (void)!write(report, &started, sizeof started);
 
@@ -360,9 +364,9 @@ SupervisedRun supervise(std::vector<std::string> argv, const SuperviseOptions& o
 #else
     const bool direct = false;  // no subreaper to wait for what the runner leaves
 #endif
-    int err_pipe[2] = {-1, -1}, status_pipe[2] = {-1, -1}, bwrap_pipe[2] = {-1, -1}, alive[2] = {-1, -1}, report[2] = {-1, -1};
+    int err_pipe[2] = {-1, -1}, status_pipe[2] = {-1, -1}, alive[2] = {-1, -1}, report[2] = {-1, -1};
     const auto close_pipes = [&] {
-        for (int* pair : {err_pipe, status_pipe, bwrap_pipe, g_wake, alive, report})
+        for (int* pair : {err_pipe, status_pipe, g_wake, alive, report})
             for (int i = 0; i < 2; ++i)
                 if (pair[i] >= 0) close(pair[i]), pair[i] = -1;
     };
@@ -375,10 +379,6 @@ SupervisedRun supervise(std::vector<std::string> argv, const SuperviseOptions& o
     if (options.proof != StartProof::None) {
         if (!make_pipe(status_pipe)) return pipe_failed();
         argv[static_cast<std::size_t>(options.statusFdSlot)] = std::to_string(status_pipe[1]);
-    }
-    if (options.bwrapStatusSlot >= 0) {
-        if (!make_pipe(bwrap_pipe)) return pipe_failed();
-        argv[static_cast<std::size_t>(options.bwrapStatusSlot)] = std::to_string(bwrap_pipe[1]);
     }
     if (!direct && (!make_pipe(alive) || !make_pipe(report))) return pipe_failed();
     std::vector<char*> args;
@@ -416,7 +416,7 @@ SupervisedRun supervise(std::vector<std::string> argv, const SuperviseOptions& o
     };
     run.merged = stdout_is_stderr();
     std::fflush(nullptr);  // nothing buffered is written twice by a child that returns to C++
-    const RunnerSetup runner{args.data(),  options.runHere ? &options.runHere : nullptr, run.merged, err_pipe[1], status_pipe[1], bwrap_pipe[1],
+    const RunnerSetup runner{args.data(),  options.runHere ? &options.runHere : nullptr, run.merged, err_pipe[1], status_pipe[1],
                              saved,        &saved_chld,     &saved_pipe, &previous};
     pid_t pid = -1;  // the keeper, or without one the runner itself
     if (direct) {
@@ -438,7 +438,6 @@ SupervisedRun supervise(std::vector<std::string> argv, const SuperviseOptions& o
             close(report[0]);
             close(err_pipe[0]);
             if (status_pipe[0] >= 0) close(status_pipe[0]);
-            if (bwrap_pipe[0] >= 0) close(bwrap_pipe[0]);
             close(g_wake[0]);
             close(g_wake[1]);
             if (options.closeAllBut) close_on_exec_except(*options.closeAllBut);
@@ -454,7 +453,7 @@ SupervisedRun supervise(std::vector<std::string> argv, const SuperviseOptions& o
     }
     run.spawned = true;
     // The child's ends (close_pipes closes the rest at the end).
-    for (int* end : {&alive[0], &report[1], &err_pipe[1], &status_pipe[1], &bwrap_pipe[1]})
+    for (int* end : {&alive[0], &report[1], &err_pipe[1], &status_pipe[1]})
         if (*end >= 0) close(*end), *end = -1;
 
     // Without a keeper, the runner is the command as far as forwarded signals go; with one,
@@ -471,9 +470,9 @@ SupervisedRun supervise(std::vector<std::string> argv, const SuperviseOptions& o
     };
 
     // Only stderr, the keeper's reports and the wake pipe are watched while the command runs.
-    // The start proof and bubblewrap's status are small and wait in their pipes: they are read
-    // when a signal is forwarded and once the command is done, each a wake-up fewer per call.
-    std::string status, bwrap_status;
+    // The start proof is small and waits in its pipe until the command is done: a wake-up
+    // fewer per call.
+    std::string status;
     bool err_open = true;
     bool err_sink = true;  // our stderr still takes output (its reader may have gone away)
     int wait_status = 0;
@@ -505,8 +504,7 @@ SupervisedRun supervise(std::vector<std::string> argv, const SuperviseOptions& o
             const unsigned pending = g_pending.exchange(0);
             if (pending) {
                 while (command < 0 && !tree_done) read_keeper();  // the pid comes first, right after the fork
-                read_available(bwrap_pipe[0], bwrap_status);
-                const pid_t target = signal_target(command > 0 ? command : pid, bwrap_status);
+                const pid_t target = signal_target(command > 0 ? command : pid, options.commandIsGrandchild);
                 for (int sig : kForwarded)
                     if (pending & (1U << sig)) kill(target, sig);
                 run.forwardedSignals |= pending;

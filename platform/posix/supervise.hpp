@@ -36,9 +36,9 @@ struct SuperviseOptions {
     // The index in argv of a placeholder the proof's fd number is written into (the runner
     // option's value); -1 without a proof.
     int statusFdSlot = -1;
-    // The same for bubblewrap's --json-status-fd (-1: none), read only to find the command for
-    // forwarded signals.
-    int bwrapStatusSlot = -1;
+    // The command is the runner's grandchild (bubblewrap's monitor, then the sandbox's pid 1,
+    // then the command): forwarded signals go to it, found through the kernel's child lists.
+    bool commandIsGrandchild = false;
     // Descriptors above 2 but these are closed in the runner (a runner that closes nothing itself).
     const std::vector<int>* closeAllBut = nullptr;
     // Set when argv[0] is this very program (the Landlock runner is dsh-confine itself:
