@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <utility>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -138,7 +139,7 @@ int supervise_and_report(const Planned& planned, const std::vector<std::string>&
         spawn_argv.front() = posix::resolve_program(argv.front()).path;
     }
 
-    StreamClassifier classifier(dialect);
+    StreamClassifier classifier(std::move(dialect));
     posix::SuperviseOptions options;
     options.proof = proof.proof;
     options.statusFdSlot = proof.fdSlot;

@@ -7,6 +7,7 @@
 #include <deque>
 #include <limits>
 #include <map>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -87,8 +88,16 @@ void validate_dialect(const Dialect& dialect) {
     }
 }
 
-StreamClassifier::StreamClassifier(const Dialect& dialect) : dialect_(dialect) {
+StreamClassifier::StreamClassifier(Dialect dialect) : dialect_(std::move(dialect)) {
     validate_dialect(dialect_);
+    rule_hits_.resize(dialect_.runnerFailureRules.size());
+    open_slots_ = rule_hits_.size() + (dialect_.denialSignatures.empty() ? 0 : 1);
+    // The patterns and the automaton are made on the first bytes fed (build): most runs that
+    // succeed print nothing on stderr, and for them it would be the largest cost of
+    // attribution (docs/performance.md).
+}
+
+void StreamClassifier::make_patterns() {
     for (std::size_t r = 0; r < dialect_.runnerFailureRules.size(); ++r) {
         const auto& rule = dialect_.runnerFailureRules[r];
         for (std::size_t i = 0; i < rule.fatalSignatures.size(); ++i)
@@ -102,11 +111,7 @@ StreamClassifier::StreamClassifier(const Dialect& dialect) : dialect_(dialect) {
         patterns_.push_back({lowered(signature), -1, i, word});
         if (word) longest_word_ = std::max(longest_word_, signature.size());
     }
-    rule_hits_.resize(dialect_.runnerFailureRules.size());
-    open_slots_ = rule_hits_.size() + (dialect_.denialSignatures.empty() ? 0 : 1);
     seen_.assign(patterns_.size(), 0);
-    // The automaton is built on the first bytes fed: most runs that succeed print nothing on
-    // stderr, and for them it would be the largest cost of attribution (docs/performance.md).
 }
 
 namespace {
@@ -195,6 +200,7 @@ std::size_t find_probes(std::size_t count, const std::array<std::array<unsigned 
 // the others): goto and failure links folded into one table. A signature holding '\n' can
 // never occur within a line, so it stays out of the automaton.
 void StreamClassifier::build() {
+    make_patterns();
     std::vector<std::uint32_t> usable;
     for (std::uint32_t p = 0; p < patterns_.size(); ++p)
         if (within_a_line(patterns_[p].text)) usable.push_back(p);

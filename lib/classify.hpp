@@ -50,7 +50,7 @@ void validate_dialect(const Dialect& dialect);
 
 class StreamClassifier {
 public:
-    explicit StreamClassifier(const Dialect& dialect);
+    explicit StreamClassifier(Dialect dialect);
     void feed(std::string_view chunk);
     // `runner_rules` false: the runner is known to have started the command, so its rules are
     // not applied (a command's own text can never prove a runner failure then).
@@ -71,6 +71,7 @@ private:
         std::string signature;
     };
 
+    void make_patterns();
     void build();
     void sample(std::string_view chunk);
     bool plan_probes();
