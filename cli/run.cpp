@@ -146,10 +146,20 @@ int supervise_and_report(const Planned& planned, const std::vector<std::string>&
     options.commandIsGrandchild = proof.commandIsGrandchild;
     options.closeAllBut = proof.closeInherited ? &planned.confinedPolicy->keepFds : nullptr;
     if (proof.runnerIsSelf)
+        // Runs in the runner's process, a forked copy of this one: whatever it throws ends it
+        // here, as an exec'd runner's failure would, and never unwinds into the code it was
+        // forked from (which would go on as a second dsh-confine).
         options.runHere = [&](int argc, char** runner_argv) {
-            ConfinedArgv confined = *planned.plan.confined;
-            confined.argv.assign(runner_argv, runner_argv + argc);
-            return platform::exec_plan(confined, *planned.confinedPolicy, argv, planned.resolved.config);
+            try {
+                ConfinedArgv confined = *planned.plan.confined;
+                confined.argv.assign(runner_argv, runner_argv + argc);
+                return platform::exec_plan(confined, *planned.confinedPolicy, argv, planned.resolved.config);
+            } catch (const Error& e) {
+                std::fprintf(stderr, "dsh-confine: error: %s: %s\n", e.code().c_str(), e.what());
+            } catch (const std::exception& e) {
+                std::fprintf(stderr, "dsh-confine: error: %s: %s\n", code::Internal, e.what());
+            }
+            return 125;
         };
     options.runnerEndsTree = proof.runnerEndsTree;
     const posix::SupervisedRun outcome =

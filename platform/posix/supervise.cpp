@@ -248,7 +248,11 @@ struct RunnerSetup {
         while (setup.args[argc] != nullptr) ++argc;
         // What the exec'd copy would have done, here; its stdio buffers start empty (the
         // caller flushed before forking), and exit is _exit, as after an execve.
-        const int status = (*setup.runHere)(argc, const_cast<char**>(setup.args));
+        int status = 125;
+        try {
+            status = (*setup.runHere)(argc, const_cast<char**>(setup.args));
+        } catch (...) {  // never back into the caller's code, which this process is a copy of
+        }
         std::fflush(nullptr);
         _exit(status);
     }
