@@ -31,28 +31,72 @@ namespace {
 const CLI::Validator kNonEmpty(
     [](std::string& value) { return value.empty() ? std::string("must not be empty") : std::string(); }, "NONEMPTY");
 
-std::vector<CLI::Option*> add_policy_options(CLI::App& app, PolicyOptions& options, bool with_backend) {
-    std::vector<CLI::Option*> added = {
-        app.add_option("--mode", options.mode, "read-only | workspace-write | danger-full-access (an approved explicit mode)")
-            ->check(kNonEmpty),
-        app.add_option("--workspace-root", options.workspaceRoot, "the directory workspace-write may write under (agentless calls)")
-            ->check(kNonEmpty),
-        app.add_option("--session", options.session, "the calling session: its cwd is the root, its log the mode")->check(kNonEmpty),
-        app.add_option("--config", options.config, "the config file (instead of the lookup order)")->check(kNonEmpty),
-        app.add_option("--writable-root", options.writableRoots,
-                       "DIR writable beside the workspace in workspace-write (absolute; repeatable)")
-            ->check(kNonEmpty),
-        app.add_option("--deny-read", options.denyRead, "PATH the command must not read (absolute; repeatable)")->check(kNonEmpty),
-        app.add_option("--network", options.network, "allow (default) or deny: IP traffic and host daemons' sockets")
-            ->check(kNonEmpty),
-        app.add_flag("--allow-broad-root", options.allowBroadRoot,
-                     "let a writable root be /, the home directory or above it (refused otherwise)")};
+// PROGRAM is what follows the first `--`, or what CLI11 left over where parsing stopped at
+// the first word that is not an option (a prefix command). Before a `--`, a word that starts
+// with '-' is an option dsh-confine does not know, not a program name.
+struct CommandLine {
+    std::vector<const char*> front;               // what CLI11 parses
+    std::optional<std::vector<std::string>> tail;  // after the first `--`
+};
+
+CommandLine split_at_dashes(int argc, char** argv) {
+    CommandLine out;
+    for (int i = 0; i < argc; ++i) {
+        if (i > 0 && std::string_view(argv[i]) == "--") {
+            out.tail.emplace(argv + i + 1, argv + argc);
+            break;
+        }
+        out.front.push_back(argv[i]);
+    }
+    return out;
+}
+
+// The options and subcommands a command line names: a word NAME, or NAME=VALUE for an option.
+// A (sub)command builds only what its line names, since what is not there can never be parsed,
+// so leaving it out changes nothing but the cost (docs/performance.md: building option tables
+// the call never parses was a measurable part of start-up). Help, and every message about a bad
+// command line (which suggests the options it could have meant), come from a build of them all.
+class Named {
+public:
+    explicit Named(const CommandLine* line) : line_(line) {}  // null: everything
+    bool operator()(std::string_view name) const {
+        if (line_ == nullptr) return true;
+        for (std::size_t i = 1; i < line_->front.size(); ++i) {
+            const std::string_view word = line_->front[i];
+            if (word.substr(0, name.size()) == name && (word.size() == name.size() || word[name.size()] == '=')) return true;
+        }
+        return false;
+    }
+    bool everything() const { return line_ == nullptr; }
+
+private:
+    const CommandLine* line_;
+};
+
+// The policy options NAMED names (all of them for help and messages), in the order help lists them.
+std::vector<CLI::Option*> add_policy_options(CLI::App& app, PolicyOptions& options, bool with_backend, const Named& named) {
+    std::vector<CLI::Option*> added;
+    const auto text = [&](const char* name, auto& value, const char* description) {
+        if (named(name)) added.push_back(app.add_option(name, value, description)->check(kNonEmpty));
+    };
+    const auto flag = [&](const char* name, bool& value, const char* description) {
+        if (named(name)) added.push_back(app.add_flag(name, value, description));
+    };
+    text("--mode", options.mode, "read-only | workspace-write | danger-full-access (an approved explicit mode)");
+    text("--workspace-root", options.workspaceRoot, "the directory workspace-write may write under (agentless calls)");
+    text("--session", options.session, "the calling session: its cwd is the root, its log the mode");
+    text("--config", options.config, "the config file (instead of the lookup order)");
+    text("--writable-root", options.writableRoots, "DIR writable beside the workspace in workspace-write (absolute; repeatable)");
+    text("--deny-read", options.denyRead, "PATH the command must not read (absolute; repeatable)");
+    text("--network", options.network, "allow (default) or deny: IP traffic and host daemons' sockets");
+    flag("--allow-broad-root", options.allowBroadRoot, "let a writable root be /, the home directory or above it (refused otherwise)");
     if (with_backend) {
-        added.push_back(app.add_option("--backend", options.backend, "force one backend, no chain (bwrap, landlock, ...)")->check(kNonEmpty));
-        added.push_back(app.add_flag("--require-full", options.requireFull, "refuse a plan whose enforcement is partial"));
-        added.push_back(app.add_option("--keep-fd", options.keepFds,
-                                       "pass descriptor N (above 2) on to the command; every other one is closed (repeatable)")
-                            ->check(CLI::Range(3, 1 << 30)));
+        text("--backend", options.backend, "force one backend, no chain (bwrap, landlock, ...)");
+        flag("--require-full", options.requireFull, "refuse a plan whose enforcement is partial");
+        if (named("--keep-fd"))
+            added.push_back(app.add_option("--keep-fd", options.keepFds,
+                                           "pass descriptor N (above 2) on to the command; every other one is closed (repeatable)")
+                                ->check(CLI::Range(3, 1 << 30)));
     }
     return added;
 }
@@ -160,26 +204,6 @@ void apply_verbosity(int verbose, bool quiet, const std::string& level) {
     }
 }
 
-// PROGRAM is what follows the first `--`, or what CLI11 left over where parsing stopped at
-// the first word that is not an option (a prefix command). Before a `--`, a word that starts
-// with '-' is an option dsh-confine does not know, not a program name.
-struct CommandLine {
-    std::vector<const char*> front;               // what CLI11 parses
-    std::optional<std::vector<std::string>> tail;  // after the first `--`
-};
-
-CommandLine split_at_dashes(int argc, char** argv) {
-    CommandLine out;
-    for (int i = 0; i < argc; ++i) {
-        if (i > 0 && std::string_view(argv[i]) == "--") {
-            out.tail.emplace(argv + i + 1, argv + argc);
-            break;
-        }
-        out.front.push_back(argv[i]);
-    }
-    return out;
-}
-
 std::vector<std::string> program_words(const CLI::App& app, const CLI::App* sub, const CommandLine& line) {
     std::vector<std::string> rest = sub ? sub->remaining() : std::vector<std::string>{};
     for (const auto& word : app.remaining()) rest.push_back(word);
@@ -239,19 +263,12 @@ struct Subcommands {
 
 bool parsed(const CLI::App* sub) { return sub != nullptr && sub->parsed(); }
 
-// Adds the subcommands LINE names, or all of them when LINE is null (for help). A subcommand
-// whose name is not on the command line can never be parsed, so leaving it out changes nothing
-// but the cost: the main job, `dsh-confine [OPTIONS] -- PROGRAM`, builds none of them.
-void add_subcommands(CLI::App& app, Subcommands& c, const CommandLine* line) {
-    const auto wanted = [line](std::string_view name) {
-        if (line == nullptr) return true;
-        for (std::size_t i = 1; i < line->front.size(); ++i)
-            if (name == line->front[i]) return true;
-        return false;
-    };
+// Adds the subcommands WANTED names (the main job, `dsh-confine [OPTIONS] -- PROGRAM`, builds
+// none of them), with the policy options OPTIONS names.
+void add_subcommands(CLI::App& app, Subcommands& c, const Named& wanted, const Named& options) {
     if (wanted("run")) {
         c.run = app.add_subcommand("run", "spawn the command confined, pass its output through, attribute the result");
-        add_policy_options(*c.run, c.runOptions, true);
+        add_policy_options(*c.run, c.runOptions, true, options);
         c.run->add_option("--report", c.reportFile, "write the JSON report to FILE");
         c.run->add_option("--report-fd", c.reportFd, "write the JSON report to file descriptor N");
         c.run->prefix_command();
@@ -262,7 +279,7 @@ void add_subcommands(CLI::App& app, Subcommands& c, const CommandLine* line) {
     }
     if (wanted("policy")) {
         c.policy = app.add_subcommand("policy", "print the resolved execution policy (JSON)");
-        add_policy_options(*c.policy, c.policyOptions, false);
+        add_policy_options(*c.policy, c.policyOptions, false, options);
         c.policy->footer("\nExamples:\n  dsh-confine policy\n  dsh-confine policy --session s1\n"
                            "  dsh-confine policy --config ./config.toml --mode workspace-write --workspace-root \"$PWD\"\n");
     }
@@ -393,7 +410,7 @@ void add_subcommands_for_help(CLI::App& app, Subcommands& c) {
     if (!app.get_subcommands().empty()) return;
     for (CLI::App* sub : {c.run, c.policy, c.classify, c.doctor, c.session, c.landlock, c.token, c.effect, c.stage})
         if (sub != nullptr) app.remove_subcommand(sub);
-    add_subcommands(app, c, nullptr);
+    add_subcommands(app, c, Named(nullptr), Named(nullptr));
 }
 
 }  // namespace
@@ -440,8 +457,12 @@ std::string parse_error_message(CLI::App& app, const Subcommands& c, const Comma
     return what;
 }
 
-int run(int argc, char** argv) {
-    setup_logging();
+namespace {
+
+// One parse and dispatch of LINE with the options NAMED names. A pass that does not build every
+// option answers nothing about the command line itself (help, a parse error, an unknown option):
+// it returns nothing, and the caller parses again with all of them.
+std::optional<int> run_line(const CommandLine& line, const Named& named) {
     CLI::App app{"dsh-confine: run an untrusted command under a file-effect policy, and say how completely it is enforced",
                  "dsh-confine"};
     app.footer(kExamples);
@@ -459,27 +480,31 @@ int run(int argc, char** argv) {
     app.formatter(std::make_shared<UsageFormatter>());
 
     PolicyOptions main_options;
-    std::vector<CLI::Option*> main_only = add_policy_options(app, main_options, true);
+    std::vector<CLI::Option*> main_only = add_policy_options(app, main_options, true, named);
     bool print = false;
     std::string format = "json";
-    main_only.push_back(app.add_flag("--print", print, "print the plan (wrapped argv and facts); run nothing"));
-    CLI::Option* format_option = app.add_option("--format", format, "with --print: json (default) or shell");
-    main_only.push_back(format_option);
+    if (named("--print")) main_only.push_back(app.add_flag("--print", print, "print the plan (wrapped argv and facts); run nothing"));
+    CLI::Option* format_option = nullptr;
+    if (named("--format")) {
+        format_option = app.add_option("--format", format, "with --print: json (default) or shell");
+        main_only.push_back(format_option);
+    }
     app.fallthrough();  // -v and --log-level work after a subcommand too
 
-    const CommandLine line = split_at_dashes(argc, argv);
     Subcommands c;
-    add_subcommands(app, c, &line);
+    add_subcommands(app, c, Named(&line), named);
     // -v, -q and --log-level work after a subcommand's name too, and its help lists them.
     for (CLI::App* sub : visible_subcommands(app)) add_logging(*sub);
     try {
         app.parse(static_cast<int>(line.front.size()), line.front.data());
     } catch (const CLI::CallForHelp& e) {
+        if (!named.everything()) return std::nullopt;
         add_subcommands_for_help(app, c);
         for (CLI::App* sub : visible_subcommands(app))
             if (sub->get_option_no_throw("--log-level") == nullptr) add_logging(*sub);
         return app.exit(e);
     } catch (const CLI::CallForAllHelp& e) {
+        if (!named.everything()) return std::nullopt;
         add_subcommands_for_help(app, c);
         for (CLI::App* sub : visible_subcommands(app))
             if (sub->get_option_no_throw("--log-level") == nullptr) add_logging(*sub);
@@ -487,6 +512,7 @@ int run(int argc, char** argv) {
     } catch (const CLI::CallForVersion& e) {
         return app.exit(e);
     } catch (const CLI::ParseError& e) {
+        if (!named.everything()) return std::nullopt;
         const char* which = parsed(c.landlock) ? code::Landlock
                             : parsed(c.token)  ? "RESTRICTED_TOKEN"
                             : parsed(c.stage)  ? "BWRAP_STAGE"
@@ -519,6 +545,7 @@ int run(int argc, char** argv) {
             if (!takes_program && !app.remaining().empty()) {
                 // CLI11 leaves an unknown option among the remaining words when nothing else is
                 // wrong: it gets the same words as when something is (parse_error_message).
+                if (!named.everything()) return std::nullopt;
                 if (auto message = unknown_option_message(app, line)) throw Error(code::Usage, *message);
                 throw Error(code::Usage, "unexpected argument '" + app.remaining().front() + "' for 'dsh-confine " +
                                              sub->get_name() + "'");
@@ -584,7 +611,7 @@ int run(int argc, char** argv) {
         }
         const std::vector<std::string> rest = program_words(app, nullptr, line);
         if (print) return run_print(main_options, format, rest);
-        if (format_option->count() > 0)
+        if (format_option != nullptr && format_option->count() > 0)
             throw Error(code::Usage, "--format applies with --print only (without it, the command is run, not printed)");
         return run_exec(main_options, rest);
     } catch (const ExitStatus& status) {
@@ -603,6 +630,15 @@ int run(int argc, char** argv) {
         std::fprintf(stderr, "dsh-confine: error: %s: %s\n", code::Internal, e.what());
         return 125;
     }
+}
+
+}  // namespace
+
+int run(int argc, char** argv) {
+    setup_logging();
+    const CommandLine line = split_at_dashes(argc, argv);
+    if (const std::optional<int> status = run_line(line, Named(&line))) return *status;
+    return *run_line(line, Named(nullptr));
 }
 
 }  // namespace dsh::cli
