@@ -13,7 +13,7 @@
 
 #include <CLI/CLI.hpp>
 #include <spdlog/cfg/env.h>
-#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include "../lib/config.hpp"
@@ -171,7 +171,8 @@ std::pair<std::string, std::string> first_unknown_option(CLI::App& app, const st
 
 void setup_logging() {
     spdlog::drop("dsh-confine");  // run's Landlock runner calls run() again in a forked child
-    auto logger = spdlog::stderr_color_mt("dsh-confine");
+    // Plain lines (the pattern has no colour range): no terminal check, no colour table.
+    auto logger = spdlog::stderr_logger_mt("dsh-confine");
     logger->set_pattern("dsh-confine: %l: %v");
     spdlog::set_default_logger(logger);
     spdlog::set_level(spdlog::level::warn);

@@ -149,7 +149,8 @@ Planned plan_call(const PolicyOptions& options, const std::vector<std::string>& 
     ConfineRequest request{out.resolved.policy, argv, std::nullopt, options.requireFull};
     request.keepFds = options.keepFds;
     request.allowBroadRoots = options.allowBroadRoot || config.allowBroadRoots;
-    if (const char* home = std::getenv("HOME"); home && *home == '/') {
+    // Only workspace-write's roots are checked against the home directory (broad roots).
+    if (const char* home = std::getenv("HOME"); home && *home == '/' && mode == SandboxMode::WorkspaceWrite) {
         std::error_code ec;
         const std::filesystem::path canonical = std::filesystem::canonical(home, ec);
         host.home = ec ? std::string(home) : canonical.string();
@@ -183,7 +184,8 @@ int run_exec(const PolicyOptions& options, const std::vector<std::string>& argv)
         std::fprintf(stderr, "dsh-confine: error: COMMAND_NOT_EXECUTABLE: %s: %s\n", argv.front().c_str(), std::strerror(error));
         return error == ENOENT ? 127 : 126;
     }
-    spdlog::info("exec through {}: {}", planned.plan.confined->backend, shell_join(planned.plan.confined->argv));
+    if (spdlog::should_log(spdlog::level::info))  // the argv is joined only when it is logged
+        spdlog::info("exec through {}: {}", planned.plan.confined->backend, shell_join(planned.plan.confined->argv));
     return platform::exec_plan(*planned.plan.confined, *planned.confinedPolicy, argv, planned.resolved.config);
 }
 
