@@ -66,18 +66,24 @@ public:
     }
     std::string system_name() const override { return platform::system_name(); }
 
+    // The workspace-write view, found once: the own-paths check of confine_call asks for it
+    // before the first backend is built.
+    const platform::HostContext& workspace_write_host() {
+        if (!writeHost_) writeHost_ = host_context(config_);
+        return *writeHost_;
+    }
+
 private:
-    platform::HostContext host_for(const SandboxPolicy& policy) const {
+    platform::HostContext host_for(const SandboxPolicy& policy) {
+        if (policy.mode == ConfinedSandboxMode::WorkspaceWrite) return workspace_write_host();
         platform::HostContext host;
-        if (policy.mode != ConfinedSandboxMode::WorkspaceWrite) {
-            host.cwd = current_dir();
-            return host;
-        }
-        return host_context(config_);
+        host.cwd = current_dir();
+        return host;
     }
 
     const Config& config_;
     std::optional<platform::HostContext> host_;
+    std::optional<platform::HostContext> writeHost_;
 };
 
 // SANDBOX_UNAVAILABLE with --print --format json also puts the candidates on stdout, for scripts.
@@ -115,8 +121,8 @@ Planned plan_call(const PolicyOptions& options, const std::vector<std::string>& 
     if (out.resolved.policy.sessionId) storage.emplace(state_dir());
     ConfineHost host{backends, platform::default_backend_chain(), find_program, storage ? &*storage : nullptr,
                      cache ? &*cache : nullptr};
-    host.ownPaths = [&config] {
-        std::vector<std::string> own = host_context(config).protectedPaths;
+    host.ownPaths = [&backends] {
+        std::vector<std::string> own = backends.workspace_write_host().protectedPaths;
         for (const auto& base : platform::private_temp_bases()) own.push_back(base);
         return own;
     };

@@ -19,7 +19,9 @@
  * the keeper forks the process that applies the ruleset and execs, and each parent waits for
  * its child and exits with its status. No pipes, no poll, no signals, no classification: the
  * least a supervisor of dsh-confine's shape (one that outlives the caller's process to end the
- * command's tree) adds to the exec path.
+ * command's tree) adds to the exec path. With -s and -t, the first process makes the temp area
+ * before it forks and removes it (rmdir) once the command has ended, as `run` removes its
+ * call's area before it answers.
  *
  * Built with LANDLOCK_FLOOR_NO_MAIN, it is the Landlock half of stack_floor.cpp. Built with
  * LANDLOCK_FLOOR_HARDENED (landlock_floor_hardened), it also does the two things dsh-confine's
@@ -132,28 +134,30 @@ static int install_terminal_guard(void) {
 }
 #endif
 
-// Forks; the parent waits for the child and exits with its status, the child returns.
-static void supervised(void) {
+// Forks; the parent waits for the child, removes the directory REMOVE when there is one, and
+// exits with the child's status; the child returns.
+static void supervised(const char* remove) {
     const pid_t child = fork();
     if (child < 0) exit(fail("fork"));
     if (child == 0) return;
     int status = 0;
     while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
     }
+    if (remove != NULL) rmdir(remove);
     _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
 }
 
 int landlock_floor_exec(int argc, char** argv) {
     const char* writable[8];
     int writable_count = 0;
-    if (argc > 1 && strcmp(argv[1], "-s") == 0) {
-        supervised();  // the keeper
-        supervised();  // the runner's process
+    const int supervise = argc > 1 && strcmp(argv[1], "-s") == 0;
+    if (supervise) {
         --argc;
         ++argv;
     }
     char temp[4096];
-    if (argc > 2 && strcmp(argv[1], "-t") == 0) {
+    const int make_temp = argc > 2 && strcmp(argv[1], "-t") == 0;
+    if (make_temp) {
         DIR* base = opendir(argv[2]);
         if (base == NULL) return fail(argv[2]);
         for (struct dirent* entry; (entry = readdir(base)) != NULL;)
@@ -165,6 +169,10 @@ int landlock_floor_exec(int argc, char** argv) {
         writable[writable_count++] = temp;
         argc -= 2;
         argv += 2;
+    }
+    if (supervise) {
+        supervised(make_temp ? temp : NULL);  // the keeper's parent: run, which removes the area
+        supervised(NULL);                     // the runner's process
     }
     while (argc > 2 && strcmp(argv[1], "-w") == 0 && writable_count < 8) {
         writable[writable_count++] = argv[2];
