@@ -170,7 +170,6 @@ std::pair<std::string, std::string> first_unknown_option(CLI::App& app, const st
 }
 
 void setup_logging() {
-    spdlog::drop("dsh-confine");  // registering the name twice would throw
     // Plain lines (the pattern has no colour range): no terminal check, no colour table.
     auto logger = spdlog::stderr_logger_mt("dsh-confine");
     logger->set_pattern("dsh-confine: %l: %v");

@@ -61,8 +61,12 @@ public:
     explicit PlatformBackends(const Config& config) : config_(config) {}
 
     std::shared_ptr<const Backend> make(const std::string& name, const SandboxPolicy& policy) override {
-        if (!host_) host_ = host_for(policy);
-        return platform::make_backend(name, config_, *host_);
+        if (policy.mode == ConfinedSandboxMode::WorkspaceWrite) return platform::make_backend(name, config_, workspace_write_host());
+        if (!readOnlyHost_) {
+            readOnlyHost_.emplace();
+            readOnlyHost_->cwd = current_dir();
+        }
+        return platform::make_backend(name, config_, *readOnlyHost_);
     }
     std::string system_name() const override { return platform::system_name(); }
 
@@ -74,15 +78,8 @@ public:
     }
 
 private:
-    platform::HostContext host_for(const SandboxPolicy& policy) {
-        if (policy.mode == ConfinedSandboxMode::WorkspaceWrite) return workspace_write_host();
-        platform::HostContext host;
-        host.cwd = current_dir();
-        return host;
-    }
-
     const Config& config_;
-    std::optional<platform::HostContext> host_;
+    std::optional<platform::HostContext> readOnlyHost_;
     std::optional<platform::HostContext> writeHost_;
 };
 
