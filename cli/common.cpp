@@ -17,6 +17,7 @@
 
 #include "../lib/error.hpp"
 #include "../lib/policy.hpp"
+#include "../platform/posix/safe_path.hpp"
 
 namespace dsh::cli {
 namespace {
@@ -103,11 +104,7 @@ platform::HostContext host_context(const Config& config) {
     if (auto cache = cache_dir()) own.push_back(*cache);
     if (auto dir = config_dir()) own.push_back(*dir);
     if (config.source != "<built-in>") own.push_back(config.source);
-    for (const auto& path : own) {
-        std::error_code ec;
-        const std::filesystem::path resolved = std::filesystem::weakly_canonical(path, ec);
-        host.protectedPaths.push_back(ec ? path : resolved.string());
-    }
+    for (const auto& path : own) host.protectedPaths.push_back(posix::resolved_path(path));
     return host;
 }
 

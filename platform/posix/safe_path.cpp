@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <system_error>
 #include <vector>
 
 #include <fcntl.h>
@@ -153,6 +155,38 @@ std::optional<std::string> trusted_executable(const std::string& path, std::stri
         if (slash == 0) break;
     }
     return canonical;
+}
+
+std::string resolved_path(const std::string& path) {
+#if defined(__linux__)
+    if (!path.empty() && path.front() == '/') {
+        std::string head = path, tail;
+        while (head.size() > 1 && head.back() == '/') head.pop_back();
+        for (;;) {
+            const int fd = open(head.c_str(), O_PATH | O_CLOEXEC);
+            if (fd >= 0) {
+                char target[PATH_MAX];
+                const ssize_t size = readlink(("/proc/self/fd/" + std::to_string(fd)).c_str(), target, sizeof target);
+                close(fd);
+                if (size <= 0 || static_cast<std::size_t>(size) == sizeof target || target[0] != '/') break;  // no /proc
+                std::filesystem::path out(std::string(target, static_cast<std::size_t>(size)));
+                if (tail.empty()) return out.string();
+                out = (out / tail).lexically_normal();
+                std::string text = out.string();
+                while (text.size() > 1 && text.back() == '/') text.pop_back();
+                return text;
+            }
+            // What weakly_canonical takes for missing: ENOENT, and ENOTDIR (a file on the way).
+            if ((errno != ENOENT && errno != ENOTDIR) || head == "/") break;
+            const std::size_t slash = head.rfind('/');
+            tail = head.substr(slash + 1) + (tail.empty() ? "" : "/" + tail);
+            head = slash == 0 ? "/" : head.substr(0, slash);
+        }
+    }
+#endif
+    std::error_code ec;
+    const std::filesystem::path resolved = std::filesystem::weakly_canonical(path, ec);
+    return ec ? path : resolved.string();
 }
 
 }  // namespace dsh::posix

@@ -46,6 +46,13 @@ std::optional<FileIdentity> directory_identity(const std::string& path, std::str
 // nullopt with `why` naming the component that fails.
 std::optional<std::string> trusted_executable(const std::string& path, std::string& why);
 
+// `path` as std::filesystem::weakly_canonical resolves it: every component that exists resolved
+// (symlinks, "..") and the rest, which does not exist, appended and normalized; `path` itself when
+// it cannot be resolved (a component unreadable, a loop). On Linux in a few system calls whatever
+// its depth: the deepest existing component is opened and named by /proc/self/fd, where
+// weakly_canonical stats and reads every component.
+std::string resolved_path(const std::string& path);
+
 // directory_identity() as lib/'s DirectoryIdentity (sessions record and check their cwd with it).
 class NoSymlinkIdentity : public DirectoryIdentity {
 public:

@@ -4,6 +4,8 @@
 #include "../posix/safe_path.hpp"
 
 #include <cerrno>
+#include <filesystem>
+#include <system_error>
 #include <fcntl.h>
 #include <io.h>
 
@@ -86,6 +88,12 @@ std::optional<std::string> trusted_executable(const std::string& path, std::stri
     // Not used on Windows: the restricted-token runner is dsh-confine itself, run in place.
     why = path + ": not checked on Windows";
     return std::nullopt;
+}
+
+std::string resolved_path(const std::string& path) {
+    std::error_code ec;
+    const std::filesystem::path resolved = std::filesystem::weakly_canonical(path, ec);
+    return ec ? path : resolved.string();
 }
 
 }  // namespace dsh::posix
