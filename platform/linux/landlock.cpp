@@ -6,13 +6,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
+#include <limits>
 #include <map>
-#include <sstream>
+#include <string_view>
 
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -38,45 +39,45 @@ int fail(const std::string& message) {
 
 std::string errno_text(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
 
-// Field 22 of /proc/PID/stat (the start time, in clock ticks since boot), or "" when the
-// process is gone. With the pid it names one process, which a reused pid would not share.
-std::string process_start_time(long pid) {
-    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-    std::string line;
-    if (!std::getline(in, line)) return "";
-    std::istringstream fields(line.substr(line.rfind(')') + 2));
-    std::string field;
-    for (int i = 3; i <= 22 && fields >> field; ++i) {
-    }
-    return field;
-}
-
-// This process's PID namespace, as its inode number: pids name processes only within one.
+// This process's PID namespace, as its inode number: pids name processes only within one. Read
+// from the link's text ("pid:[4026531836]"), which the kernel writes without reaching the
+// namespace's inode as stat would.
 std::string pid_namespace() {
-    struct stat st {};
-    return stat("/proc/self/ns/pid", &st) == 0 ? std::to_string(st.st_ino) : "0";
+    char link[64] = {};
+    if (readlink("/proc/self/ns/pid", link, sizeof link - 1) <= 0) return "0";
+    const char* open = std::strchr(link, '[');
+    const char* close = open ? std::strchr(open, ']') : nullptr;
+    if (!close || close == open + 1) return "0";
+    return std::string(open + 1, close);
 }
 
-// A per-call temp area is named for its owner: call-PIDNS-PID-START-XXXXXX. The owner is the
-// process that made it: the runner, which becomes the command by execve (same pid), or `run`,
-// which removes its own area when the command ends.
-std::string owner_prefix() {
-    const long pid = static_cast<long>(getpid());
-    return "call-" + pid_namespace() + "-" + std::to_string(pid) + "-" + process_start_time(pid) + "-";
-}
-
-// Whether the owner named in a temp area's name has ended. Only areas of this PID namespace
-// are judged; a name that does not parse is left alone.
-bool owner_ended(const std::string& name, const std::string& own_pidns) {
-    if (name.rfind("call-", 0) != 0) return false;
-    std::istringstream parts(name.substr(5));
-    std::string pidns, pid, start;
-    if (!std::getline(parts, pidns, '-') || !std::getline(parts, pid, '-') || !std::getline(parts, start, '-')) return false;
-    if (pidns != own_pidns || pid.empty() || start.empty()) return false;
+// Whether the owner named in a temp area's name, call-PIDNS-PID-..., has ended: no process of
+// this PID namespace has its pid. Only areas of this PID namespace are judged; a name that does
+// not parse is left alone. A pid taken since by another process keeps the area until that one
+// ends too: an area is never removed while a process with its owner's pid runs.
+bool owner_ended(const char* name, const std::string& own_pidns) {
+    if (std::strncmp(name, "call-", 5) != 0) return false;
+    const std::string_view rest(name + 5);
+    const std::size_t dash = rest.find('-');
+    if (dash == std::string_view::npos || rest.substr(0, dash) != own_pidns) return false;
+    const char* pid = name + 5 + dash + 1;
     char* end = nullptr;
-    const long number = std::strtol(pid.c_str(), &end, 10);
-    if (*end != '\0' || number <= 0) return false;
-    return process_start_time(number) != start;
+    const long number = std::strtol(pid, &end, 10);
+    if (end == pid || *end != '-' || number <= 0 || number > std::numeric_limits<pid_t>::max()) return false;
+    return kill(static_cast<pid_t>(number), 0) != 0 && errno == ESRCH;
+}
+
+// A new name for this call's area, call-PIDNS-PID-XXXXXX: the owner is the process that makes it,
+// the runner, which becomes the command by execve (same pid), or `run`, which removes its own
+// area when the command ends. The suffix is random (getrandom), as mkdtemp's is; "" when the
+// kernel gives no random bytes.
+std::string area_name(const std::string& pidns) {
+    static constexpr char kLetters[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    unsigned char bytes[6] = {};
+    if (getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes)) return "";
+    std::string name = "call-" + pidns + "-" + std::to_string(getpid()) + "-";
+    for (unsigned char byte : bytes) name += kLetters[byte % (sizeof kLetters - 1)];
+    return name;
 }
 
 }  // namespace
@@ -92,38 +93,39 @@ std::optional<std::string> nested_temp_base() {
     return base;
 }
 
-void remove_stale_temp_areas(const std::string& base) {
-    const int dir = posix::open_no_symlinks(base, O_RDONLY | O_DIRECTORY);
-    if (dir < 0) return;
-    struct stat st {};
-    if (fstat(dir, &st) != 0 || st.st_uid != geteuid() || (st.st_mode & 077) != 0) {
-        close(dir);
-        return;
-    }
-    const int listing = dup(dir);
-    DIR* entries = listing >= 0 ? fdopendir(listing) : nullptr;
-    if (!entries) {
-        if (listing >= 0) close(listing);
-        close(dir);
-        return;
-    }
-    const std::string own_pidns = pid_namespace();
-    std::vector<std::string> stale;
-    while (dirent* entry = readdir(entries))
-        if (owner_ended(entry->d_name, own_pidns)) stale.push_back(entry->d_name);
-    closedir(entries);
-    for (const auto& name : stale) posix::remove_tree_at(dir, name);
-    close(dir);
-}
-
 std::optional<std::string> make_call_temp_dir(const std::string& base, std::string& why) {
-    if (!linux_runner::prepare_private_base(base, why)) return std::nullopt;
-    std::string pattern = base + "/" + owner_prefix() + "XXXXXX";
-    if (!mkdtemp(pattern.data())) {
-        why = errno_text("mkdtemp");
+    const int fd = linux_runner::open_private_base(base, why);
+    if (fd < 0) return std::nullopt;
+    DIR* entries = fdopendir(fd);  // owns fd; everything below is relative to it, never by path
+    if (!entries) {
+        why = errno_text(("reading " + base).c_str());
+        close(fd);
         return std::nullopt;
     }
-    return pattern;
+    const std::string pidns = pid_namespace();
+    std::vector<std::string> stale;
+    while (dirent* entry = readdir(entries))
+        if (owner_ended(entry->d_name, pidns)) stale.push_back(entry->d_name);
+    // Most areas are empty or nearly so when their command ends: one rmdir, never following a
+    // symlink (unlinkat does not), and the whole tree only when that fails.
+    for (const auto& name : stale)
+        if (unlinkat(fd, name.c_str(), AT_REMOVEDIR) != 0) posix::remove_tree_at(fd, name);
+    std::optional<std::string> made;
+    for (int attempt = 0; attempt < 100 && !made; ++attempt) {
+        const std::string name = area_name(pidns);
+        if (name.empty()) {
+            why = errno_text("getrandom");
+            break;
+        }
+        if (mkdirat(fd, name.c_str(), 0700) == 0) made = base + "/" + name;
+        else if (errno != EEXIST) {
+            why = errno_text(("mkdir " + base + "/" + name).c_str());
+            break;
+        }
+    }
+    closedir(entries);
+    if (!made && why.empty()) why = base + ": no unused name for a temp area";
+    return made;
 }
 
 namespace {
@@ -159,14 +161,10 @@ int exec_confined(const RunnerArgs& args, const std::vector<std::string>& argv) 
     if (args.privateTempBase) {
         // No process stays behind to remove this call's area: the next call removes those whose
         // owner has ended (docs/backends/linux.md says how long one may stay).
-        remove_stale_temp_areas(*args.privateTempBase);
         temp_dir = make_call_temp_dir(*args.privateTempBase, why);
-        if (!temp_dir && nested_temp_base()) {
-            // A nested call: the enclosing sandbox lets it write neither the base nor /tmp, but
-            // its own private $TMPDIR.
-            remove_stale_temp_areas(*nested_temp_base());
-            temp_dir = make_call_temp_dir(*nested_temp_base(), why);
-        }
+        // A nested call: the enclosing sandbox lets it write neither the base nor /tmp, but its
+        // own private $TMPDIR.
+        if (!temp_dir && nested_temp_base()) temp_dir = make_call_temp_dir(*nested_temp_base(), why);
         if (!temp_dir) return fail(why);
         temp_id.reset();
     }

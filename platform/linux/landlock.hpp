@@ -33,18 +33,16 @@ private:
 };
 
 // A fresh private temp area in the per-user `base` (made 0700 and checked first), named for the
-// process that makes it and owns it.
+// process that makes it and owns it, call-PIDNS-PID-XXXXXX. First removes the areas in `base`
+// whose owner has ended (a call that exec'd its command leaves its area behind; the next call of
+// the same user clears it). Works relative to the base it checked and never follows a symlink;
+// areas of another PID namespace are left alone.
 std::optional<std::string> make_call_temp_dir(const std::string& base, std::string& why);
 
 // Where a nested call's private temp areas go when the enclosing sandbox lets it write neither
 // /tmp/dsh-confine-UID nor /tmp: the same name under $TMPDIR, when that is a private directory
 // of ours (the enclosing call's own temp area). nullopt otherwise.
 std::optional<std::string> nested_temp_base();
-
-// Removes the per-call temp areas in `base` whose owner has ended (a call that exec'd its
-// command leaves its area behind; the next call of the same user clears it). Never follows a
-// symlink; areas of another PID namespace are left alone.
-void remove_stale_temp_areas(const std::string& base);
 
 // Applies the ruleset for `args` to this process and execs argv. Returns only on failure,
 // with the exit status to use: 125 when confinement could not be set up (the message already

@@ -90,7 +90,6 @@ StartProofPlan prepare_for_run(std::vector<std::string>& argv, const std::string
         const auto base = std::find(argv.begin(), separator, "--private-temp-base");
         if (base != separator && base + 1 != separator) {
             std::string why;
-            landlock::remove_stale_temp_areas(*(base + 1));
             plan.tempDir = landlock::make_call_temp_dir(*(base + 1), why);
             if (!plan.tempDir && landlock::nested_temp_base()) plan.tempDir = landlock::make_call_temp_dir(*landlock::nested_temp_base(), why);
             if (!plan.tempDir) throw Error(code::Landlock, why);

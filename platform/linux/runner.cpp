@@ -49,7 +49,11 @@ bool capabilities(__user_cap_data_struct (&data)[2]) {
 // Whether `uid` (as this process sees it) is mapped in its user namespace. An unmapped caller
 // (`unshare -U` without a map) sees itself, and every other unmapped owner, as the overflow uid:
 // an ownership check then proves nothing, and a base it made would squat the real user's name.
+// In the initial user namespace (inode 0xEFFFFFFD, fixed by the kernel) every uid is mapped.
 bool uid_is_mapped(uid_t uid) {
+    char link[64] = {};
+    if (readlink("/proc/self/ns/user", link, sizeof link - 1) > 0 && std::strcmp(link, "user:[4026531837]") == 0)
+        return true;
     std::ifstream map("/proc/self/uid_map");
     if (!map) return true;  // no /proc: no user namespaces to be unmapped in
     unsigned long inside = 0, outside = 0, count = 0;
@@ -61,26 +65,47 @@ bool uid_is_mapped(uid_t uid) {
 }  // namespace
 
 // The per-user base for private temp areas: made 0700, and refused unless it is a real
-// directory of ours that nobody else can write (the /tmp squatting problem).
-bool prepare_private_base(const std::string& base, std::string& why) {
+// directory of ours that nobody else can write (the /tmp squatting problem). Who could have
+// written each directory on the way: /tmp, every user (sticky: nobody can rename or remove what
+// another made there, so a name we made stays ours); the base, only this user, outside any
+// sandbox (no confined command is granted it, only an area inside it).
+int open_private_base(const std::string& base, std::string& why) {
     if (const uid_t uid = geteuid(); !uid_is_mapped(uid)) {
         why = "uid " + std::to_string(uid) + " is not mapped in this user namespace, so " + base +
               " cannot be proven private (give the call a session, whose temp area is its own, or use read-only)";
-        return false;
+        return -1;
     }
-    if (mkdir(base.c_str(), 0700) != 0 && errno != EEXIST) {
-        why = errno_text(("mkdir " + base).c_str());
-        return false;
+    // O_NOFOLLOW on the base itself, as lstat would judge it; a symlinked /tmp is followed.
+    constexpr int flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+    int fd = open(base.c_str(), flags);
+    if (fd < 0 && errno == ENOENT) {
+        if (mkdir(base.c_str(), 0700) != 0 && errno != EEXIST) {
+            why = errno_text(("mkdir " + base).c_str());
+            return -1;
+        }
+        fd = open(base.c_str(), flags);
     }
     struct stat st {};
-    if (lstat(base.c_str(), &st) != 0) {
-        why = errno_text(("lstat " + base).c_str());
-        return false;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        // ELOOP or ENOTDIR: a symlink or a file squats the name.
+        why = errno == ELOOP || errno == ENOTDIR
+                  ? base + " is not a private directory of this user (refusing it as a temp base)"
+                  : errno_text(("open " + base).c_str());
+        if (fd >= 0) close(fd);
+        return -1;
     }
     if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077) != 0) {
+        close(fd);
         why = base + " is not a private directory of this user (refusing it as a temp base)";
-        return false;
+        return -1;
     }
+    return fd;
+}
+
+bool prepare_private_base(const std::string& base, std::string& why) {
+    const int fd = open_private_base(base, why);
+    if (fd < 0) return false;
+    close(fd);
     return true;
 }
 

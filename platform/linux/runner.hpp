@@ -14,6 +14,10 @@ namespace dsh::linux_runner {
 // alike, so ownership proves nothing).
 bool prepare_private_base(const std::string& base, std::string& why);
 
+// The same, returning the base opened (O_RDONLY | O_DIRECTORY, close-on-exec) for work relative
+// to it, or -1 with `why`.
+int open_private_base(const std::string& base, std::string& why);
+
 // Every capability goes: bounding, ambient, effective, permitted, inheritable; and root's
 // exec-time grant is locked off (securebits), so the command cannot regain any.
 bool drop_capabilities(std::string& why);

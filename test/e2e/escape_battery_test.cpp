@@ -313,6 +313,50 @@ TEST(TempArea, LandlockCallTempAreaOfALiveCallIsKept) {
     waitpid(child, &status, 0);
 }
 
+// What the next call removes from the base, judged from the host's side: an area whose owner
+// (the pid in its name, in this PID namespace) has ended, in today's name or the older one with a
+// start time; a name squatted by a symlink goes as a name, never followed. Areas of another PID
+// namespace, and names that do not parse, stay.
+TEST(TempArea, LandlockStaleAreasGoWithoutFollowingSymlinks) {
+    e2e::TempDir home;
+    e2e::TempDir ws("/var/tmp");
+    e2e::RunOptions options;
+    options.env = e2e::isolated_env(home.path());
+    const std::vector<std::string> call = {"--backend", "landlock", "--mode", "workspace-write",
+                                           "--workspace-root", ws.path(), "--", "true"};
+    ASSERT_EQ(e2e::run(call, options).status, 0);  // the base exists from here on
+    const std::string base = "/tmp/dsh-confine-" + std::to_string(getuid());
+    char link[64] = {};
+    ASSERT_GT(readlink("/proc/self/ns/pid", link, sizeof link - 1), 0);
+    const std::string text = link;
+    const std::string pidns = text.substr(text.find('[') + 1, text.find(']') - text.find('[') - 1);
+    const pid_t child = fork();
+    if (child == 0) _exit(0);
+    ASSERT_EQ(waitpid(child, nullptr, 0), child);  // a pid that has ended
+    const std::string dead = std::to_string(child);
+    const std::string current = base + "/call-" + pidns + "-" + dead + "-aB3dE9";
+    const std::string legacy = base + "/call-" + pidns + "-" + dead + "-123456-Xy7Zq1";
+    const std::string squat = base + "/call-" + pidns + "-" + dead + "-link01";
+    const std::string other = base + "/call-1-" + dead + "-other1";
+    const std::string unparsed = base + "/call-" + pidns + "-nopid-zz";
+    for (const auto& dir : {current, legacy, other, unparsed}) ASSERT_EQ(mkdir(dir.c_str(), 0700), 0) << dir;
+    e2e::write_file(legacy + "/left", "x");
+    ASSERT_EQ(mkdir((ws / "target").c_str(), 0700), 0);
+    e2e::write_file(ws / "target/kept", "x");
+    ASSERT_EQ(symlink((ws / "target").c_str(), squat.c_str()), 0);
+
+    ASSERT_EQ(e2e::run(call, options).status, 0);
+    EXPECT_FALSE(exists(current));
+    EXPECT_FALSE(exists(legacy));
+    struct stat st {};
+    EXPECT_NE(lstat(squat.c_str(), &st), 0) << "the squatting symlink was left";
+    EXPECT_TRUE(exists(ws / "target/kept")) << "removal followed the symlink";
+    EXPECT_TRUE(exists(other)) << "an area of another PID namespace was removed";
+    EXPECT_TRUE(exists(unparsed)) << "a name that does not parse was removed";
+    rmdir(other.c_str());
+    rmdir(unparsed.c_str());
+}
+
 // bubblewrap's per-call temp area is a private tmpfs: what the command writes there never
 // reaches the host, and the host's /tmp itself is read-only, as under Landlock.
 TEST(TempArea, BwrapTempAreaIsPrivateAndTmpIsReadOnly) {
@@ -385,6 +429,24 @@ TEST_P(OwnState, ARootThatContainsTheConfigDirectoryIsRefusedEvenBeforeItExists)
                                     "--", "/bin/sh", "-c", "mkdir -p config/dsh-confine; echo ran"}, options);
     EXPECT_TRUE(e2e::IsError(r, "OWN_STATE_IN_ROOT")) << r.err;
     EXPECT_FALSE(exists(home / "config/dsh-confine"));
+}
+
+// The state named through a symlink from outside the root, its last components not made yet:
+// the path is judged where it resolves, inside the root.
+TEST_P(OwnState, AStateDirectoryReachedThroughASymlinkIntoTheRootIsRefused) {
+    e2e::TempDir home("/var/tmp");
+    e2e::TempDir outside("/var/tmp");
+    e2e::RunOptions options;
+    options.env = e2e::isolated_env(home.path());
+    options.env["HOME"] = "/nonexistent-home";
+    ASSERT_EQ(mkdir((home / "real").c_str(), 0700), 0);
+    ASSERT_EQ(symlink((home / "real").c_str(), (outside / "link").c_str()), 0);
+    options.env["DSH_CONFINE_STATE_DIR"] = outside / "link/not/yet";
+    const e2e::Result r = e2e::run({"--backend", GetParam(), "--mode", "workspace-write", "--workspace-root", home.path(),
+                                    "--", "/bin/sh", "-c", "echo ran > ran"}, options);
+    EXPECT_TRUE(e2e::IsError(r, "OWN_STATE_IN_ROOT")) << r.err;
+    EXPECT_NE(r.err.find(home / "real/not/yet"), std::string::npos) << r.err;
+    EXPECT_FALSE(exists(home / "ran"));
 }
 
 TEST_P(OwnState, ARootThatContainsThePrivateTempBaseIsRefused) {
