@@ -269,12 +269,18 @@ TEST(FailClosed, WarmProbeCacheSpawnsNoProbeUntilTheRunnerChanges) {
 
 namespace {
 
+// `doctor --verify` starts about a hundred confined calls. Under the sanitizers, beside the
+// 16-caller load test that ctest -j2 may run at the same time, it took over the harness's default
+// minute on a slow host (20 s alone): a wider hang guard, not a measurement.
+constexpr int kVerifyTimeoutMs = 240000;
+
 // `doctor --verify`, the CI smoke check: on this host every usable backend holds what it
 // promises (a full backend lets nothing through; a partial one only its named gaps).
 TEST(DoctorVerify, EveryUsableBackendHoldsItsPromiseHere) {
     e2e::TempDir home;
     e2e::RunOptions options;
     options.env = e2e::isolated_env(home.path());
+    options.timeoutMs = kVerifyTimeoutMs;
     const e2e::Result r = e2e::run({"doctor", "--verify", "--json"}, options);
     EXPECT_EQ(r.status, 0) << r.out << r.err;
     const nlohmann::json doctor = nlohmann::json::parse(r.out, nullptr, false);
@@ -296,6 +302,7 @@ TEST(DoctorVerify, InheritedDescriptorsAndInodeFlagsAreAttemptedAndHeld) {
     e2e::TempDir home;
     e2e::RunOptions options;
     options.env = e2e::isolated_env(home.path());
+    options.timeoutMs = kVerifyTimeoutMs;
     const e2e::Result r = e2e::run({"doctor", "--verify", "--json"}, options);
     const nlohmann::json doctor = nlohmann::json::parse(r.out, nullptr, false);
     ASSERT_TRUE(doctor.is_object()) << r.out << r.err;
@@ -320,6 +327,7 @@ TEST(DoctorVerify, TextOutputNamesEachEffect) {
     e2e::TempDir home;
     e2e::RunOptions options;
     options.env = e2e::isolated_env(home.path());
+    options.timeoutMs = kVerifyTimeoutMs;
     const e2e::Result r = e2e::run({"doctor", "--verify"}, options);
     EXPECT_EQ(r.status, 0) << r.err;
     EXPECT_NE(r.out.find("verify bwrap (full): ok"), std::string::npos) << r.out;
