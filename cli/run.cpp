@@ -146,20 +146,25 @@ int supervise_and_report(const Planned& planned, const std::vector<std::string>&
     options.commandIsGrandchild = proof.commandIsGrandchild;
     options.closeAllBut = proof.closeInherited ? &planned.confinedPolicy->keepFds : nullptr;
     if (proof.runnerIsSelf)
-        // Runs in the runner's process, a forked copy of this one: whatever it throws ends it
-        // here, as an exec'd runner's failure would, and never unwinds into the code it was
-        // forked from (which would go on as a second dsh-confine).
-        options.runHere = [&](int argc, char** runner_argv) {
+        // Runs where the runner's process is started from (the keeper, a forked copy of this
+        // process): whatever it throws becomes the runner's failure, reported by the launch as an
+        // exec'd runner would report it, and never unwinds into the code it was forked from
+        // (which would go on as a second dsh-confine).
+        options.prepareHere = [&](int argc, char** runner_argv) -> posix::Launch {
+            std::string message;
             try {
                 ConfinedArgv confined = *planned.plan.confined;
                 confined.argv.assign(runner_argv, runner_argv + argc);
-                return platform::exec_plan(confined, *planned.confinedPolicy, argv, planned.resolved.config);
+                return platform::prepare_plan(confined, *planned.confinedPolicy, argv, planned.resolved.config);
             } catch (const Error& e) {
-                std::fprintf(stderr, "dsh-confine: error: %s: %s\n", e.code().c_str(), e.what());
+                message = "dsh-confine: error: " + e.code() + ": " + e.what() + "\n";
             } catch (const std::exception& e) {
-                std::fprintf(stderr, "dsh-confine: error: %s: %s\n", code::Internal, e.what());
+                message = std::string("dsh-confine: error: ") + code::Internal + ": " + e.what() + "\n";
             }
-            return 125;
+            return [message] {
+                (void)!::write(2, message.data(), message.size());
+                return 125;
+            };
         };
     options.runnerEndsTree = proof.runnerEndsTree;
     const posix::SupervisedRun outcome =

@@ -38,6 +38,14 @@ std::vector<std::string> private_temp_bases();
 int exec_plan(const ConfinedArgv& confined, const SandboxPolicy& policy, const std::vector<std::string>& argv,
               const Config& config);
 
+// What exec_plan does, in the two parts `run` starts a runner of its own code with
+// (posix::PrepareHere): all that may allocate or fail is done here, and the launch returned
+// replaces its process with the confined command. On Linux the launch makes system calls only
+// (it runs in a clone that shares this process's memory); it serves the backends whose
+// runner is this program (StartProofPlan::runnerIsSelf).
+posix::Launch prepare_plan(const ConfinedArgv& confined, const SandboxPolicy& policy,
+                           const std::vector<std::string>& argv, const Config& config);
+
 // Adds the runner's proof-of-start option to a confined argv where the backend has one.
 struct StartProofPlan {
     posix::StartProof proof = posix::StartProof::None;

@@ -285,15 +285,12 @@ int run_stage(const StageRequest& request, const std::vector<std::string>& argv)
                         (errno == ELOOP ? std::string("a component is a symlink") : std::string(std::strerror(errno))));
     }
     if (!temp_text.empty()) setenv("TMPDIR", temp.path.c_str(), 1);
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return fail(errno_text("no_new_privs"));
     linux_guard::GuardOptions guard;
     // With the network denied, host daemons' sockets by path are still reachable from this
     // network namespace: AF_UNIX sockets are refused too (socketpair() still works).
     guard.denyNetwork = request.denyNetwork;
     guard.unixSockets = false;
-    if (!linux_guard::install_tty_guard(why, guard)) return fail(why);
-    if (!linux_runner::drop_capabilities(why)) return fail(why);
-    return linux_runner::exec_command(argv, request.statusFd, request.keepFds, "BWRAP_STAGE");
+    return linux_runner::prepare_launch(argv, request.statusFd, request.keepFds, "BWRAP_STAGE", guard, -1).run();
 }
 
 }  // namespace dsh::bwrap

@@ -32,11 +32,6 @@
 namespace dsh::landlock {
 namespace {
 
-int fail(const std::string& message) {
-    std::fprintf(stderr, "dsh-confine: error: LANDLOCK: %s\n", message.c_str());
-    return 125;
-}
-
 std::string errno_text(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
 
 // This process's PID namespace, as its inode number: pids name processes only within one. Read
@@ -149,7 +144,8 @@ int open_grant(const std::string& path, const std::optional<std::string>& expect
 
 }  // namespace
 
-int exec_confined(const RunnerArgs& args, const std::vector<std::string>& argv) {
+linux_runner::Launch prepare_confined(const RunnerArgs& args, const std::vector<std::string>& argv) {
+    const auto fail = [](const std::string& message) { return linux_runner::Launch::failed("LANDLOCK", message); };
     if (argv.empty()) return fail("no command to run");
     std::string why;
     const int kernel_abi = linux_host::landlock_abi(&why);
@@ -183,6 +179,10 @@ int exec_confined(const RunnerArgs& args, const std::vector<std::string>& argv) 
     const int ruleset =
         static_cast<int>(syscall(SYS_landlock_create_ruleset, &attr, landlock_uapi::ruleset_attr_size(abi), 0));
     if (ruleset < 0) return fail(errno_text("landlock_create_ruleset"));
+    const auto fail_closing = [&](const std::string& message) {
+        close(ruleset);
+        return fail(message);
+    };
     for (const Grant& grant : grants(policy, temp_dir, posix_shell_sinks(), abi)) {
         std::optional<std::string> expected;
         const bool is_root = args.mode == ConfinedSandboxMode::WorkspaceWrite && grant.path == args.workspaceRoot;
@@ -197,7 +197,7 @@ int exec_confined(const RunnerArgs& args, const std::vector<std::string>& argv) 
             // A device this host lacks, or links elsewhere in /dev (/dev/ptmx -> pts/ptmx: the
             // /dev/pts rule covers it).
             if ((errno == ENOENT || errno == ELOOP) && grant.path.rfind("/dev/", 0) == 0) continue;
-            return fail(why);
+            return fail_closing(why);
         }
         struct stat st {};
         fstat(fd, &st);
@@ -205,7 +205,7 @@ int exec_confined(const RunnerArgs& args, const std::vector<std::string>& argv) 
         if (!S_ISDIR(st.st_mode)) allowed &= access::FileRights;
         if (!S_ISDIR(st.st_mode) && expected_directory) {
             close(fd);
-            return fail(grant.path + " is not a directory");
+            return fail_closing(grant.path + " is not a directory");
         }
         landlock_uapi::PathBeneathAttr rule{allowed, fd};
         const long added = syscall(SYS_landlock_add_rule, ruleset, landlock_uapi::kRulePathBeneath, &rule, 0);
@@ -213,21 +213,20 @@ int exec_confined(const RunnerArgs& args, const std::vector<std::string>& argv) 
         close(fd);
         if (added != 0) {
             errno = error;
-            return fail(errno_text(("landlock_add_rule " + grant.path).c_str()));
+            return fail_closing(errno_text(("landlock_add_rule " + grant.path).c_str()));
         }
     }
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return fail(errno_text("no_new_privs"));
     linux_guard::GuardOptions guard;
     guard.metadataIoctls = true;
     // Host daemons' sockets by path are reachable from here: AF_UNIX sockets are refused too
     // (socketpair() still works); TCP is also refused by the ruleset where the ABI has it.
     guard.denyNetwork = args.denyNetwork;
     guard.unixSockets = false;
-    if (!linux_guard::install_tty_guard(why, guard)) return fail(why);
-    if (!linux_runner::drop_capabilities(why)) return fail(why);
-    if (syscall(SYS_landlock_restrict_self, ruleset, 0) != 0) return fail(errno_text("landlock_restrict_self"));
-    close(ruleset);
-    return linux_runner::exec_command(argv, args.statusFd, args.keepFds, "LANDLOCK");
+    return linux_runner::prepare_launch(argv, args.statusFd, args.keepFds, "LANDLOCK", guard, ruleset);
+}
+
+int exec_confined(const RunnerArgs& args, const std::vector<std::string>& argv) {
+    return prepare_confined(args, argv).run();
 }
 
 LandlockBackend::LandlockBackend(std::string runner, BackendConfig config)

@@ -13,6 +13,7 @@
 #include "../../lib/config.hpp"
 #include "../../lib/provider.hpp"
 #include "landlock_rules.hpp"
+#include "runner.hpp"
 
 namespace dsh::landlock {
 
@@ -43,6 +44,12 @@ std::optional<std::string> make_call_temp_dir(const std::string& base, std::stri
 // /tmp/dsh-confine-UID nor /tmp: the same name under $TMPDIR, when that is a private directory
 // of ours (the enclosing call's own temp area). nullopt otherwise.
 std::optional<std::string> nested_temp_base();
+
+// What exec_confined does, made ready: every check, the temp area, the ruleset with its rules
+// (a failure among them becomes a failed launch, which only reports it). The launch then
+// applies it all with system calls only (runner.hpp), so `run` can start the command from a
+// clone that shares the preparing process's memory.
+linux_runner::Launch prepare_confined(const RunnerArgs& args, const std::vector<std::string>& argv);
 
 // Applies the ruleset for `args` to this process and execs argv. Returns only on failure,
 // with the exit status to use: 125 when confinement could not be set up (the message already

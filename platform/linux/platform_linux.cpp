@@ -37,31 +37,46 @@ std::shared_ptr<const Backend> make_backend(const std::string& name, const Confi
     return nullptr;
 }
 
+namespace {
+
+// The arguments the printed plan passes to its runner, so the same ruleset and checks; then, as
+// the argv gives them, the printed plan's, or `run`'s with the area it made and the proof's fd
+// in place of the base (prepare_for_run).
+landlock::RunnerArgs landlock_args(const ConfinedArgv& confined, const SandboxPolicy& policy, const Config& config) {
+    landlock::RunnerArgs args = landlock::runner_args(policy, geteuid(), config.landlock.maxAbi);
+    args.writableRoots.clear();
+    args.tempDir.reset();
+    args.privateTempBase.reset();
+    for (std::size_t i = 0; i + 1 < confined.argv.size() && confined.argv[i] != "--"; ++i) {
+        if (confined.argv[i] == "--workspace-root-id") args.workspaceRootId = confined.argv[i + 1];
+        if (confined.argv[i] == "--temp-dir-id") args.tempDirId = confined.argv[i + 1];
+        if (confined.argv[i] == "--writable-root") args.writableRoots.push_back(confined.argv[i + 1]);
+        if (confined.argv[i] == "--private-temp-base") args.privateTempBase = confined.argv[i + 1];
+        if (confined.argv[i] == "--temp-dir") args.tempDir = confined.argv[i + 1];
+        if (confined.argv[i] == "--status-fd") args.statusFd = std::stoi(confined.argv[i + 1]);
+    }
+    return args;
+}
+
+}  // namespace
+
 int exec_plan(const ConfinedArgv& confined, const SandboxPolicy& policy, const std::vector<std::string>& argv,
               const Config& config) {
     std::fflush(stdout);
-    if (confined.backend == "landlock") {
-        // The arguments the printed plan passes to its runner, so the same ruleset and checks.
-        landlock::RunnerArgs args = landlock::runner_args(policy, geteuid(), config.landlock.maxAbi);
-        // As the argv gives them: the printed plan's, or `run`'s with the area it made and the
-        // proof's fd in place of the base (prepare_for_run).
-        args.writableRoots.clear();
-        args.tempDir.reset();
-        args.privateTempBase.reset();
-        for (std::size_t i = 0; i + 1 < confined.argv.size() && confined.argv[i] != "--"; ++i) {
-            if (confined.argv[i] == "--workspace-root-id") args.workspaceRootId = confined.argv[i + 1];
-            if (confined.argv[i] == "--temp-dir-id") args.tempDirId = confined.argv[i + 1];
-            if (confined.argv[i] == "--writable-root") args.writableRoots.push_back(confined.argv[i + 1]);
-            if (confined.argv[i] == "--private-temp-base") args.privateTempBase = confined.argv[i + 1];
-            if (confined.argv[i] == "--temp-dir") args.tempDir = confined.argv[i + 1];
-            if (confined.argv[i] == "--status-fd") args.statusFd = std::stoi(confined.argv[i + 1]);
-        }
-        return landlock::exec_confined(args, argv);
-    }
+    if (confined.backend == "landlock") return landlock::exec_confined(landlock_args(confined, policy, config), argv);
     posix::exec_argv(confined.argv.front(), confined.argv);
     std::fprintf(stderr, "dsh-confine: error: RUNNER_EXEC: cannot execute %s: %s\n", confined.argv.front().c_str(),
                  std::strerror(errno));
     return 125;
+}
+
+posix::Launch prepare_plan(const ConfinedArgv& confined, const SandboxPolicy& policy, const std::vector<std::string>& argv,
+                           const Config& config) {
+    if (confined.backend != "landlock")
+        throw Error(code::Internal, "the " + confined.backend + " backend's runner is not this program");
+    auto launch = std::make_shared<const linux_runner::Launch>(
+        landlock::prepare_confined(landlock_args(confined, policy, config), argv));
+    return [launch] { return launch->run(); };
 }
 
 StartProofPlan prepare_for_run(std::vector<std::string>& argv, const std::string& backend) {

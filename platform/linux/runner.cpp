@@ -9,10 +9,12 @@
 #include <string>
 
 #include <sys/stat.h>
+#include <sys/uio.h>
 
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <linux/seccomp.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -40,11 +42,6 @@ namespace dsh::linux_runner {
 namespace {
 
 std::string errno_text(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
-
-bool capabilities(__user_cap_data_struct (&data)[2]) {
-    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
-    return syscall(SYS_capget, &header, data) == 0;
-}
 
 // Whether `uid` (as this process sees it) is mapped in its user namespace. An unmapped caller
 // (`unshare -U` without a map) sees itself, and every other unmapped owner, as the overflow uid:
@@ -109,92 +106,161 @@ bool prepare_private_base(const std::string& base, std::string& why) {
     return true;
 }
 
-bool drop_capabilities(std::string& why) {
+// What Launch::run() uses: system calls only, nothing allocated, nothing written to memory a
+// clone shares with its parent but errno (as in posix_spawn's child), every message's text
+// made before or constant.
+namespace {
+
+// One message line, written in one writev (a null part is left out).
+void say(std::initializer_list<const char*> parts) noexcept {
+    iovec pieces[12];
+    int count = 0;
+    for (const char* part : parts)
+        if (part != nullptr && count < 12) pieces[count++] = {const_cast<char*>(part), std::strlen(part)};
+    (void)!writev(2, pieces, count);
+}
+
+// The C library's text for an error number, as strerror gives it in the C locale, from a
+// constant table: nothing allocated, no locale consulted.
+const char* error_text(int error) noexcept {
+    const char* text = strerrordesc_np(error);
+    return text != nullptr ? text : "Unknown error";
+}
+
+// The failure of step `what` (errno says why), as dsh-confine reports its own: 125.
+int step_failed(const char* code, const char* what) noexcept {
+    const char* why = error_text(errno);
+    say({"dsh-confine: error: ", code, ": ", what, ": ", why, "\n"});
+    return 125;
+}
+
+bool capabilities(__user_cap_data_struct (&data)[2]) noexcept {
+    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+    return syscall(SYS_capget, &header, data) == 0;
+}
+
+// Every capability dropped; null, or the step that failed (errno says why).
+const char* drop_capabilities() noexcept {
     __user_cap_data_struct data[2] = {};
-    if (!capabilities(data)) {
-        why = errno_text("capget");
-        return false;
-    }
+    if (!capabilities(data)) return "capget";
     const bool any = data[0].permitted || data[1].permitted || data[0].effective || data[1].effective;
     prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
     if (any) {
         if (prctl(PR_SET_SECUREBITS, SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
-                                         SECBIT_NO_SETUID_FIXUP_LOCKED, 0, 0, 0) != 0) {
-            why = errno_text("securebits");
-            return false;
-        }
+                                         SECBIT_NO_SETUID_FIXUP_LOCKED, 0, 0, 0) != 0)
+            return "securebits";
         // Every capability this kernel knows, up to the first number it refuses as invalid
         // (its CAP_LAST_CAP + 1), without reading /proc/sys/kernel/cap_last_cap.
         for (int cap = 0;; ++cap) {
             if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == 0) continue;
             if (errno == EINVAL && cap > 0) break;
-            why = errno_text("dropping the capability bounding set");
-            return false;
+            return "dropping the capability bounding set";
         }
     }
     __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
     __user_cap_data_struct none[2] = {};
-    if (syscall(SYS_capset, &header, none) != 0) {
-        why = errno_text("capset");
-        return false;
-    }
-    return true;
+    if (syscall(SYS_capset, &header, none) != 0) return "capset";
+    return nullptr;
 }
 
-bool has_sys_admin() {
-    __user_cap_data_struct data[2] = {};
-    return capabilities(data) && (data[CAP_SYS_ADMIN / 32].effective & (1U << (CAP_SYS_ADMIN % 32))) != 0;
-}
-
-bool pass_only(const std::vector<int>& keep, std::string& why) {
-    for (int fd : keep)
-        if (fd < 3 || fcntl(fd, F_GETFD) < 0) {
-            why = "--keep-fd " + std::to_string(fd) + ": not an open descriptor above 2";
-            return false;
-        }
+// Every descriptor above 2 close-on-exec, but `keep`. Before Linux 5.11 (no close_range) the
+// open descriptors are listed from /proc/self/fd, not every possible number tried.
+bool pass_only(const std::vector<int>& keep) noexcept {
     if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
-        // Before Linux 5.11: the open descriptors are listed, not every possible number tried.
-        DIR* dir = opendir("/proc/self/fd");
-        if (!dir) {
-            why = errno_text("/proc/self/fd");
-            return false;
+        const int dir = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dir < 0) return false;
+        alignas(8) char buffer[2048];
+        for (;;) {
+            const long got = syscall(SYS_getdents64, dir, buffer, sizeof buffer);
+            if (got < 0) {
+                close(dir);
+                return false;
+            }
+            if (got == 0) break;
+            for (long at = 0; at < got;) {
+                // struct linux_dirent64: ino (8), off (8), reclen (2), type (1), name.
+                unsigned short length = 0;
+                std::memcpy(&length, buffer + at + 16, sizeof length);
+                const char* name = buffer + at + 19;
+                long fd = 0;
+                bool number = *name != '\0';
+                for (const char* c = name; *c != '\0'; ++c) {
+                    if (*c < '0' || *c > '9') number = false;
+                    fd = fd * 10 + (*c - '0');
+                }
+                if (number && fd > 2 && fd != dir) fcntl(static_cast<int>(fd), F_SETFD, FD_CLOEXEC);
+                at += length;
+            }
         }
-        const int own = dirfd(dir);
-        std::vector<int> open;
-        while (dirent* entry = readdir(dir)) {
-            char* end = nullptr;
-            const long fd = std::strtol(entry->d_name, &end, 10);
-            if (end != entry->d_name && *end == '\0' && fd > 2 && fd != own) open.push_back(static_cast<int>(fd));
-        }
-        closedir(dir);
-        for (int fd : open) fcntl(fd, F_SETFD, FD_CLOEXEC);
+        close(dir);
     }
     for (int fd : keep) fcntl(fd, F_SETFD, 0);
     return true;
 }
 
-int exec_command(const std::vector<std::string>& argv, int status_fd, const std::vector<int>& keep,
-                 const char* error_code) {
+}  // namespace
+
+Launch Launch::failed(const char* error_code, const std::string& message, int status) {
+    Launch launch;
+    launch.failure_ = std::string("dsh-confine: error: ") + error_code + ": " + message + "\n";
+    launch.failureStatus_ = status;
+    return launch;
+}
+
+Launch prepare_launch(const std::vector<std::string>& argv, int status_fd, const std::vector<int>& keep,
+                      const char* error_code, const linux_guard::GuardOptions& guard, int ruleset) {
+    for (int fd : keep)
+        if (fd < 3 || fcntl(fd, F_GETFD) < 0)
+            return Launch::failed(error_code, "--keep-fd " + std::to_string(fd) + ": not an open descriptor above 2");
+    Launch launch;
+    launch.errorCode_ = error_code;
+    launch.ruleset_ = ruleset;
+    launch.guard_ = linux_guard::guard_program(guard);
     const posix::ProgramLookup program = posix::resolve_program(argv.front());
-    if (program.status == posix::Lookup::NotFound) {
-        if (status_fd >= 0) (void)!write(status_fd, "SF", 2);  // reached the command, which is missing
-        std::fprintf(stderr, "dsh-confine: error: COMMAND_NOT_FOUND: %s: not found\n", argv.front().c_str());
+    launch.found_ = program.status != posix::Lookup::NotFound;
+    launch.program_ = program.path;
+    auto args = std::make_shared<std::vector<std::string>>(argv);
+    for (const std::string& arg : *args) launch.argv_.push_back(const_cast<char*>(arg.c_str()));
+    launch.argv_.push_back(nullptr);
+    launch.args_ = std::move(args);
+    launch.statusFd_ = status_fd;
+    launch.statusKept_ = std::find(keep.begin(), keep.end(), status_fd) != keep.end();
+    launch.keep_ = keep;
+    return launch;
+}
+
+int Launch::run() const noexcept {
+    if (!failure_.empty()) {
+        (void)!write(2, failure_.data(), failure_.size());
+        return failureStatus_;
+    }
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return step_failed(errorCode_, "no_new_privs");
+    sock_fprog program{static_cast<unsigned short>(guard_.size()), const_cast<sock_filter*>(guard_.data())};
+    if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program, 0, 0) != 0)
+        return step_failed(errorCode_, "seccomp filter for the terminal");
+    if (const char* step = drop_capabilities()) return step_failed(errorCode_, step);
+    if (ruleset_ >= 0) {
+        if (syscall(SYS_landlock_restrict_self, ruleset_, 0) != 0) return step_failed(errorCode_, "landlock_restrict_self");
+        close(ruleset_);
+    }
+    if (!found_) {
+        if (statusFd_ >= 0) (void)!write(statusFd_, "SF", 2);  // reached the command, which is missing
+        say({"dsh-confine: error: COMMAND_NOT_FOUND: ", argv_.front(), ": not found\n"});
         return 127;
     }
-    std::string why;
-    if (!pass_only(keep, why)) {
-        std::fprintf(stderr, "dsh-confine: error: %s: %s\n", error_code, why.c_str());
-        return 125;
-    }
-    if (status_fd >= 0 && std::find(keep.begin(), keep.end(), status_fd) == keep.end())
-        fcntl(status_fd, F_SETFD, FD_CLOEXEC);  // closed by a successful execve
-    if (status_fd >= 0) (void)!write(status_fd, "S", 1);
-    posix::exec_argv(program.path, argv);
+    if (!pass_only(keep_)) return step_failed(errorCode_, "/proc/self/fd");
+    if (statusFd_ >= 0 && !statusKept_) fcntl(statusFd_, F_SETFD, FD_CLOEXEC);  // closed by a successful execve
+    if (statusFd_ >= 0) (void)!write(statusFd_, "S", 1);
+    execve(program_.c_str(), argv_.data(), environ);
     const int error = errno;
-    if (status_fd >= 0) (void)!write(status_fd, "F", 1);
-    std::fprintf(stderr, "dsh-confine: error: COMMAND_NOT_EXECUTABLE: %s: %s\n", argv.front().c_str(),
-                 std::strerror(error));
+    if (statusFd_ >= 0) (void)!write(statusFd_, "F", 1);
+    say({"dsh-confine: error: COMMAND_NOT_EXECUTABLE: ", argv_.front(), ": ", error_text(error), "\n"});
     return error == ENOENT ? 127 : 126;
+}
+
+bool has_sys_admin() {
+    __user_cap_data_struct data[2] = {};
+    return capabilities(data) && (data[CAP_SYS_ADMIN / 32].effective & (1U << (CAP_SYS_ADMIN % 32))) != 0;
 }
 
 }  // namespace dsh::linux_runner

@@ -1,10 +1,16 @@
 // What both Linux runners (the Landlock runner and the stage inside bubblewrap) do last, in the
-// same way: drop every capability, keep only the descriptors the caller chose to pass on, give
-// proof of start, and exec the command.
+// same way: set no_new_privs, install the guard, drop every capability, apply the Landlock
+// ruleset when there is one, keep only the descriptors the caller chose to pass on, give proof
+// of start, and exec the command.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
+
+#include <linux/filter.h>
+
+#include "tty_guard.hpp"
 
 namespace dsh::linux_runner {
 
@@ -18,23 +24,54 @@ bool prepare_private_base(const std::string& base, std::string& why);
 // to it, or -1 with `why`.
 int open_private_base(const std::string& base, std::string& why);
 
-// Every capability goes: bounding, ambient, effective, permitted, inheritable; and root's
-// exec-time grant is locked off (securebits), so the command cannot regain any.
-bool drop_capabilities(std::string& why);
-
-// Marks every descriptor above 2 close-on-exec except `keep`: after the exec the command holds
-// stdin, stdout, stderr and the kept ones only. A kept descriptor that is not open is an error.
-// Costs the same whatever RLIMIT_NOFILE is (close_range, or /proc/self/fd where it is missing).
-bool pass_only(const std::vector<int>& keep, std::string& why);
-
 // Whether the effective set holds CAP_SYS_ADMIN (over this process's own namespaces).
 bool has_sys_admin();
 
-// Resolves argv[0] on PATH, passes on only `keep`, writes 'S' to `status_fd` (when >= 0) just
-// before execve and 'F' if execve failed, then execs. Returns only on failure, with the exit
-// status to use (125 for a descriptor error, 126/127 as env(1)); the message is printed with
-// `error_code` (e.g. "LANDLOCK") where dsh-confine itself failed.
-int exec_command(const std::vector<std::string>& argv, int status_fd, const std::vector<int>& keep,
-                 const char* error_code);
+// Those last steps, made ready in two parts. In run(), in this order: no_new_privs; the guard
+// (tty_guard.hpp); every capability dropped (bounding, ambient, effective, permitted,
+// inheritable, and root's exec-time grant locked off by securebits, so the command cannot
+// regain any); the ruleset; every descriptor above 2 but the kept ones marked close-on-exec
+// (close_range, or the list in /proc/self/fd where it is missing: the same cost whatever
+// RLIMIT_NOFILE is); 'S' on the proof's descriptor just before execve, 'F' if it failed.
+//
+// The two parts: prepare_launch() does everything that may allocate
+// or fail with a message of its own: the PATH lookup, the seccomp program, the check of each
+// kept descriptor, the argv array, every message's text. Launch::run() then makes system calls
+// only (no allocation, no lock, no stdio, nothing written to memory it shares): so it may run
+// in a clone that shares the preparing process's memory until its execve, as posix_spawn's
+// child does, which spares `run` under Landlock a copy of dsh-confine's address space.
+class Launch {
+public:
+    // A launch that only reports a failure found while preparing: run() writes
+    // `dsh-confine: error: CODE: message` and returns `status`.
+    static Launch failed(const char* error_code, const std::string& message, int status = 125);
+
+    // Returns only on failure, with the exit status to use (125 when confinement could not be
+    // set up, 126/127 as env(1) when the command cannot be run), the message written to stderr.
+    int run() const noexcept;
+
+private:
+    friend Launch prepare_launch(const std::vector<std::string>&, int, const std::vector<int>&, const char*,
+                                 const linux_guard::GuardOptions&, int);
+    std::string failure_;  // non-empty: the whole message line, and run() does nothing else
+    int failureStatus_ = 125;
+    const char* errorCode_ = "";
+    int ruleset_ = -1;  // restricted to last (landlock_restrict_self), then closed
+    std::vector<sock_filter> guard_;
+    bool found_ = false;  // false: the command is missing (127, after the proof "SF")
+    std::string program_;
+    std::shared_ptr<const std::vector<std::string>> args_;  // what argv_ points into
+    std::vector<char*> argv_;
+    int statusFd_ = -1;
+    bool statusKept_ = false;  // the caller passes the proof's descriptor on to the command
+    std::vector<int> keep_;
+};
+
+// The launch of argv under `guard` (and `ruleset`, a Landlock ruleset, or -1), with `keep`
+// passed on and the proof of start on `status_fd` (-1: none). A failure it can see now (a kept
+// descriptor that is not open) becomes a failed launch; `error_code` names dsh-confine's own
+// failures in the messages (e.g. "LANDLOCK").
+Launch prepare_launch(const std::vector<std::string>& argv, int status_fd, const std::vector<int>& keep,
+                      const char* error_code, const linux_guard::GuardOptions& guard, int ruleset);
 
 }  // namespace dsh::linux_runner

@@ -100,14 +100,6 @@ std::vector<sock_filter> filter(const GuardOptions& options) {
 
 }  // namespace
 
-bool install_tty_guard(std::string& why, const GuardOptions& options) {
-    std::vector<sock_filter> program_code = filter(options);
-    sock_fprog program{static_cast<unsigned short>(program_code.size()), program_code.data()};
-    if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program, 0, 0) != 0) {
-        why = std::string("seccomp filter for the terminal: ") + std::strerror(errno);
-        return false;
-    }
-    return true;
-}
+std::vector<sock_filter> guard_program(const GuardOptions& options) { return filter(options); }
 
 }  // namespace dsh::linux_guard

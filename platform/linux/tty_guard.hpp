@@ -13,7 +13,9 @@
 // and, where nothing better keeps host daemons out, AF_UNIX (see GuardOptions).
 #pragma once
 
-#include <string>
+#include <vector>
+
+#include <linux/filter.h>
 
 namespace dsh::linux_guard {
 
@@ -25,7 +27,8 @@ struct GuardOptions {
     bool unixSockets = true;
 };
 
-// Installs the filter on the calling process (no_new_privs must already be set).
-bool install_tty_guard(std::string& why, const GuardOptions& options = {});
+// The filter's program, for prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER) once no_new_privs is
+// set (runner.hpp's Launch installs it).
+std::vector<sock_filter> guard_program(const GuardOptions& options = {});
 
 }  // namespace dsh::linux_guard

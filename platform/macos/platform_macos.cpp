@@ -37,6 +37,13 @@ int exec_plan(const ConfinedArgv& confined, const SandboxPolicy& policy, const s
     return 125;
 }
 
+// No backend here has this program as its runner, and supervise forks (no clone) where one
+// would: the launch may do all exec_plan does.
+posix::Launch prepare_plan(const ConfinedArgv& confined, const SandboxPolicy& policy, const std::vector<std::string>& argv,
+                           const Config& config) {
+    return [=] { return exec_plan(confined, policy, argv, config); };
+}
+
 // sandbox-exec has no status channel, and its temp area is the per-user directory, made by
 // the backend and kept: nothing to add for `run`, nothing to remove after it.
 StartProofPlan prepare_for_run(std::vector<std::string>& /*argv*/, const std::string& /*backend*/) {

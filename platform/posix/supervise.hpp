@@ -30,7 +30,15 @@ struct SupervisedRun {
 };
 
 // How the runner is started and what it offers.
-using RunHere = std::function<int(int argc, char** argv)>;
+//
+// A runner whose code is this program's own runs in two parts. The preparation runs where the
+// runner's process is started from (the keeper), and may allocate, open files and fail; it
+// returns the launch, which runs in the runner's process and returns only on failure, with the
+// exit status (its message written). On Linux the launch runs in a clone that shares the
+// keeper's memory until its execve, as posix_spawn's child does, so it must make system calls
+// only: no allocation, no lock, no stdio (platform::prepare_plan's launches are such).
+using Launch = std::function<int()>;
+using PrepareHere = std::function<Launch(int argc, char** argv)>;
 struct SuperviseOptions {
     StartProof proof = StartProof::None;
     // The index in argv of a placeholder the proof's fd number is written into (the runner
@@ -42,11 +50,11 @@ struct SuperviseOptions {
     // Descriptors above 2 but these are closed in the runner (a runner that closes nothing itself).
     const std::vector<int>* closeAllBut = nullptr;
     // Set when argv[0] is this very program (the Landlock runner is dsh-confine itself:
-    // platform::StartProofPlan::runnerIsSelf). The runner's process then calls
-    // runHere(argc, argv), with argv as it would have exec'd it (the proof's fd in place), and
-    // exits with what it returns: the runner's code in place, one execve (and one start-up of a
-    // static binary) fewer.
-    RunHere runHere;
+    // platform::StartProofPlan::runnerIsSelf). prepareHere(argc, argv) is then called with argv
+    // as it would have been exec'd (the proof's fd in place), and the runner's process runs the
+    // launch it returns and exits with its status: the runner's code in place, one execve (and
+    // one start-up of a static binary) fewer, and on Linux no copy of this address space.
+    PrepareHere prepareHere;
     // The runner ends the command's whole tree when it ends, and dies with its parent
     // (bubblewrap with --unshare-pid and --die-with-parent): no keeper is needed between them.
     // dsh-confine is then the runner's parent and the subreaper of what the runner leaves.

@@ -42,6 +42,13 @@ int exec_plan(const ConfinedArgv& confined, const SandboxPolicy& /*policy*/, con
     return 125;
 }
 
+// No backend here has this program as its runner, and supervise forks (no clone) where one
+// would: the launch may do all exec_plan does.
+posix::Launch prepare_plan(const ConfinedArgv& confined, const SandboxPolicy& policy, const std::vector<std::string>& argv,
+                           const Config& config) {
+    return [=] { return exec_plan(confined, policy, argv, config); };
+}
+
 // The runner offers no proof of start (attribution relies on its dialect), and it makes and
 // removes an agentless call's temp area itself, since it waits for the command anyway.
 StartProofPlan prepare_for_run(std::vector<std::string>& /*argv*/, const std::string& /*backend*/) { return {}; }

@@ -624,12 +624,20 @@ TEST_P(InheritedDescriptors, AKeptDescriptorIsPassedOnAndListed) {
     std::vector<std::string> args = {"--backend", backend, "--mode", "read-only", "--keep-fd", "4", "--"};
     const std::vector<std::string> command = attempt();
     args.insert(args.end(), command.begin(), command.end());
-    const e2e::Result r = with_descriptors(args);
-    EXPECT_EQ(r.status, 0) << r.err;
-    // Deliberate: the caller passed it on. Descriptor 3 was not kept, so it is still closed.
-    EXPECT_EQ(read_file(out + "/file"), "original\nwritten through an inherited descriptor\n") << r.err;
-    EXPECT_FALSE(exists(out + "/made"));
-    EXPECT_EQ(host_snapshot(out + "/dir"), before);
+    // Through the exec path, then `run` (whose runner under Landlock is a clone that prepared
+    // nothing itself: the kept descriptor must still reach the command, and only it).
+    for (const bool run : {false, true}) {
+        make_file(out + "/file", "original\n");
+        std::vector<std::string> call = args;
+        if (run) call.insert(call.begin(), "run");
+        const e2e::Result r = with_descriptors(call);
+        EXPECT_EQ(r.status, 0) << (run ? "run: " : "exec: ") << r.err;
+        // Deliberate: the caller passed it on. Descriptor 3 was not kept, so it is still closed.
+        EXPECT_EQ(read_file(out + "/file"), "original\nwritten through an inherited descriptor\n") << r.err;
+        EXPECT_NE(r.err.find("openat 3 made: Bad file descriptor"), std::string::npos) << r.err;
+        EXPECT_FALSE(exists(out + "/made"));
+        EXPECT_EQ(host_snapshot(out + "/dir"), before);
+    }
 
     args.insert(args.begin(), "--print");
     const e2e::Result printed = with_descriptors(args);
