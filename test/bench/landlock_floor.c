@@ -16,8 +16,9 @@
  * TMPDIR. The least a per-call private area costs on BASE's file system.
  *
  * With -s, the processes `run` has in front of the command, at their least: it forks a keeper,
- * the keeper forks the process that applies the ruleset and execs, and each parent waits for
- * its child and exits with its status. No pipes, no poll, no signals, no classification: the
+ * the keeper builds the ruleset and starts the process that applies it and execs as `run` does,
+ * a clone sharing its memory until the execve (vfork), and each parent waits for its child and
+ * exits with its status. No pipes, no poll, no signals, no classification: the
  * least a supervisor of dsh-confine's shape (one that outlives the caller's process to end the
  * command's tree) adds to the exec path. With -s and -t, the first process makes the temp area
  * before it forks and removes it (rmdir) once the command has ended, as `run` removes its
@@ -134,6 +135,28 @@ static int install_terminal_guard(void) {
 }
 #endif
 
+// A failure in the runner's process: a vfork clone must not return into the keeper's frames.
+static int runner_failed(int clone, const char* what) {
+    const int status = fail(what);
+    if (clone) _exit(status);
+    return status;
+}
+
+static int apply_and_exec(int ruleset, char** argv, int clone);
+
+// The runner's process as `run` starts it: a clone sharing this process's memory until its
+// execve (vfork), which applies the ruleset and execs; this process waits for it and exits with
+// its status.
+static void start_runner(int ruleset, char** argv) {
+    const pid_t runner = vfork();
+    if (runner < 0) exit(fail("vfork"));
+    if (runner == 0) apply_and_exec(ruleset, argv, 1);
+    int status = 0;
+    while (waitpid(runner, &status, 0) < 0 && errno == EINTR) {
+    }
+    _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+}
+
 // Forks; the parent waits for the child, removes the directory REMOVE when there is one, and
 // exits with the child's status; the child returns.
 static void supervised(const char* remove) {
@@ -172,7 +195,6 @@ int landlock_floor_exec(int argc, char** argv) {
     }
     if (supervise) {
         supervised(make_temp ? temp : NULL);  // the keeper's parent: run, which removes the area
-        supervised(NULL);                     // the runner's process
     }
     while (argc > 2 && strcmp(argv[1], "-w") == 0 && writable_count < 8) {
         writable[writable_count++] = argv[2];
@@ -201,15 +223,24 @@ int landlock_floor_exec(int argc, char** argv) {
     if (add_rule(ruleset, "/dev/pts", (READ_FILE | WRITE_FILE | IOCTL_DEV | READ_DIR) & handled) != 0) return fail("/dev/pts");
     for (int i = 0; i < writable_count; ++i)
         if (add_rule(ruleset, writable[i], handled) != 0) return fail(writable[i]);
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return fail("no_new_privs");
+    // With -s, the keeper built the ruleset; the runner's process, a clone sharing its memory
+    // until the execve (vfork), applies it and execs, and the keeper waits for it.
+    if (supervise) start_runner(ruleset, argv);
+    return apply_and_exec(ruleset, argv, 0);
+}
+
+// no_new_privs (and with LANDLOCK_FLOOR_HARDENED the guard and the capabilities), the ruleset,
+// execv. In a vfork clone (`clone`) it never returns.
+static int apply_and_exec(int ruleset, char** argv, int clone) {
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return runner_failed(clone, "no_new_privs");
 #ifdef LANDLOCK_FLOOR_HARDENED
-    if (install_terminal_guard() != 0) return fail("seccomp terminal guard");
-    if (drop_capabilities() != 0) return fail("dropping capabilities");
+    if (install_terminal_guard() != 0) return runner_failed(clone, "seccomp terminal guard");
+    if (drop_capabilities() != 0) return runner_failed(clone, "dropping capabilities");
 #endif
-    if (syscall(SYS_landlock_restrict_self, ruleset, 0) != 0) return fail("landlock_restrict_self");
+    if (syscall(SYS_landlock_restrict_self, ruleset, 0) != 0) return runner_failed(clone, "landlock_restrict_self");
     close(ruleset);
     execv(argv[1], argv + 1);
-    return fail(argv[1]);
+    return runner_failed(clone, argv[1]);
 }
 
 #ifndef LANDLOCK_FLOOR_NO_MAIN
