@@ -146,25 +146,18 @@ int supervise_and_report(const Planned& planned, const std::vector<std::string>&
     options.commandIsGrandchild = proof.commandIsGrandchild;
     options.closeAllBut = proof.closeInherited ? &planned.confinedPolicy->keepFds : nullptr;
     if (proof.runnerIsSelf)
-        // Runs where the runner's process is started from (the keeper, a forked copy of this
-        // process): whatever it throws becomes the runner's failure, reported by the launch as an
-        // exec'd runner would report it, and never unwinds into the code it was forked from
-        // (which would go on as a second dsh-confine).
+        // Runs here, before any process is started; whatever it throws becomes the runner's
+        // failure, reported by the runner's process as an exec'd runner would report it.
         options.prepareHere = [&](int argc, char** runner_argv) -> posix::Launch {
-            std::string message;
             try {
                 ConfinedArgv confined = *planned.plan.confined;
                 confined.argv.assign(runner_argv, runner_argv + argc);
                 return platform::prepare_plan(confined, *planned.confinedPolicy, argv, planned.resolved.config);
             } catch (const Error& e) {
-                message = "dsh-confine: error: " + e.code() + ": " + e.what() + "\n";
+                return platform::failed_launch(e.code(), e.what());
             } catch (const std::exception& e) {
-                message = std::string("dsh-confine: error: ") + code::Internal + ": " + e.what() + "\n";
+                return platform::failed_launch(code::Internal, e.what());
             }
-            return [message] {
-                (void)!::write(2, message.data(), message.size());
-                return 125;
-            };
         };
     options.runnerEndsTree = proof.runnerEndsTree;
     const posix::SupervisedRun outcome =

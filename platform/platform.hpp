@@ -46,6 +46,10 @@ int exec_plan(const ConfinedArgv& confined, const SandboxPolicy& policy, const s
 posix::Launch prepare_plan(const ConfinedArgv& confined, const SandboxPolicy& policy,
                            const std::vector<std::string>& argv, const Config& config);
 
+// The launch of a preparation that failed: it writes `dsh-confine: error: CODE: message` and
+// returns 125 (made of system calls only, as prepare_plan's launches are).
+posix::Launch failed_launch(const std::string& code, const std::string& message);
+
 // Adds the runner's proof-of-start option to a confined argv where the backend has one.
 struct StartProofPlan {
     posix::StartProof proof = posix::StartProof::None;

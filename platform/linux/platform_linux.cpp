@@ -79,6 +79,11 @@ posix::Launch prepare_plan(const ConfinedArgv& confined, const SandboxPolicy& po
     return [launch] { return launch->run(); };
 }
 
+posix::Launch failed_launch(const std::string& code, const std::string& message) {
+    auto launch = std::make_shared<const linux_runner::Launch>(linux_runner::Launch::failed(code.c_str(), message));
+    return [launch] { return launch->run(); };
+}
+
 StartProofPlan prepare_for_run(std::vector<std::string>& argv, const std::string& backend) {
     if (backend == "bwrap") {
         // The stage's proof of start, which alone says whether the command was reached.

@@ -20,6 +20,8 @@
 #include <unistd.h>
 
 #include "../posix/process.hpp"
+#include "landlock_abi.hpp"
+#include "raw_syscall.hpp"
 
 #ifndef PR_CAP_AMBIENT
 #define PR_CAP_AMBIENT 47
@@ -106,10 +108,13 @@ bool prepare_private_base(const std::string& base, std::string& why) {
     return true;
 }
 
-// What Launch::run() uses: system calls only, nothing allocated, nothing written to memory a
-// clone shares with its parent but errno (as in posix_spawn's child), every message's text
-// made before or constant.
+// What Launch::run() uses: system calls made without the C library's wrappers (no errno
+// written: raw_syscall.hpp), nothing allocated, nothing written to memory but their own stack,
+// every message's text made before or constant. So they may run in a clone that shares the
+// memory of a process running beside it.
 namespace {
+
+using linux_sys::call_with;
 
 // One message line, written in one writev (a null part is left out).
 void say(std::initializer_list<const char*> parts) noexcept {
@@ -117,64 +122,65 @@ void say(std::initializer_list<const char*> parts) noexcept {
     int count = 0;
     for (const char* part : parts)
         if (part != nullptr && count < 12) pieces[count++] = {const_cast<char*>(part), std::strlen(part)};
-    (void)!writev(2, pieces, count);
+    call_with(SYS_writev, 2, pieces, count);
 }
 
 // The C library's text for an error number, as strerror gives it in the C locale, from a
 // constant table: nothing allocated, no locale consulted.
-const char* error_text(int error) noexcept {
-    const char* text = strerrordesc_np(error);
+const char* error_text(long error) noexcept {
+    const char* text = strerrordesc_np(static_cast<int>(error));
     return text != nullptr ? text : "Unknown error";
 }
 
-// The failure of step `what` (errno says why), as dsh-confine reports its own: 125.
-int step_failed(const char* code, const char* what) noexcept {
-    const char* why = error_text(errno);
-    say({"dsh-confine: error: ", code, ": ", what, ": ", why, "\n"});
+// The failure of step `what` (a system call's -errno), as dsh-confine reports its own: 125.
+int step_failed(const char* code, const char* what, long result) noexcept {
+    say({"dsh-confine: error: ", code, ": ", what, ": ", error_text(-result), "\n"});
     return 125;
 }
 
-bool capabilities(__user_cap_data_struct (&data)[2]) noexcept {
-    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
-    return syscall(SYS_capget, &header, data) == 0;
-}
+long prctl_raw(long option, long a = 0) noexcept { return call_with(SYS_prctl, option, a, 0, 0, 0); }
 
-// Every capability dropped; null, or the step that failed (errno says why).
-const char* drop_capabilities() noexcept {
+// Every capability dropped: 0, or -errno with the step that failed in `what`.
+long drop_capabilities(const char*& what) noexcept {
+    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
     __user_cap_data_struct data[2] = {};
-    if (!capabilities(data)) return "capget";
+    what = "capget";
+    if (const long got = call_with(SYS_capget, &header, data); got != 0) return got;
     const bool any = data[0].permitted || data[1].permitted || data[0].effective || data[1].effective;
-    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+    prctl_raw(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL);
     if (any) {
-        if (prctl(PR_SET_SECUREBITS, SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
-                                         SECBIT_NO_SETUID_FIXUP_LOCKED, 0, 0, 0) != 0)
-            return "securebits";
+        what = "securebits";
+        const long bits = SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP | SECBIT_NO_SETUID_FIXUP_LOCKED;
+        if (const long set = prctl_raw(PR_SET_SECUREBITS, bits); set != 0) return set;
         // Every capability this kernel knows, up to the first number it refuses as invalid
         // (its CAP_LAST_CAP + 1), without reading /proc/sys/kernel/cap_last_cap.
-        for (int cap = 0;; ++cap) {
-            if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == 0) continue;
-            if (errno == EINVAL && cap > 0) break;
-            return "dropping the capability bounding set";
+        what = "dropping the capability bounding set";
+        for (long cap = 0;; ++cap) {
+            const long dropped = prctl_raw(PR_CAPBSET_DROP, cap);
+            if (dropped == 0) continue;
+            if (dropped == -EINVAL && cap > 0) break;
+            return dropped;
         }
     }
-    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+    header = {_LINUX_CAPABILITY_VERSION_3, 0};
     __user_cap_data_struct none[2] = {};
-    if (syscall(SYS_capset, &header, none) != 0) return "capset";
-    return nullptr;
+    what = "capset";
+    return call_with(SYS_capset, &header, none);
 }
 
-// Every descriptor above 2 close-on-exec, but `keep`. Before Linux 5.11 (no close_range) the
-// open descriptors are listed from /proc/self/fd, not every possible number tried.
-bool pass_only(const std::vector<int>& keep) noexcept {
-    if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
-        const int dir = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dir < 0) return false;
+// Every descriptor above 2 close-on-exec, but `keep`: 0 or -errno. Before Linux 5.11 (no
+// close_range) the open descriptors are listed from /proc/self/fd, not every possible number
+// tried: the same cost whatever RLIMIT_NOFILE is.
+long pass_only(const std::vector<int>& keep) noexcept {
+    if (call_with(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
+        const long dir = call_with(SYS_openat, AT_FDCWD, "/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dir < 0) return dir;
         alignas(8) char buffer[2048];
         for (;;) {
-            const long got = syscall(SYS_getdents64, dir, buffer, sizeof buffer);
+            const long got = call_with(SYS_getdents64, dir, buffer, sizeof buffer);
             if (got < 0) {
-                close(dir);
-                return false;
+                call_with(SYS_close, dir);
+                return got;
             }
             if (got == 0) break;
             for (long at = 0; at < got;) {
@@ -188,14 +194,14 @@ bool pass_only(const std::vector<int>& keep) noexcept {
                     if (*c < '0' || *c > '9') number = false;
                     fd = fd * 10 + (*c - '0');
                 }
-                if (number && fd > 2 && fd != dir) fcntl(static_cast<int>(fd), F_SETFD, FD_CLOEXEC);
+                if (number && fd > 2 && fd != dir) call_with(SYS_fcntl, fd, F_SETFD, FD_CLOEXEC);
                 at += length;
             }
         }
-        close(dir);
+        call_with(SYS_close, dir);
     }
-    for (int fd : keep) fcntl(fd, F_SETFD, 0);
-    return true;
+    for (int fd : keep) call_with(SYS_fcntl, fd, F_SETFD, 0);
+    return 0;
 }
 
 }  // namespace
@@ -231,36 +237,39 @@ Launch prepare_launch(const std::vector<std::string>& argv, int status_fd, const
 
 int Launch::run() const noexcept {
     if (!failure_.empty()) {
-        (void)!write(2, failure_.data(), failure_.size());
+        call_with(SYS_write, 2, failure_.data(), failure_.size());
         return failureStatus_;
     }
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return step_failed(errorCode_, "no_new_privs");
+    if (const long set = prctl_raw(PR_SET_NO_NEW_PRIVS, 1); set != 0) return step_failed(errorCode_, "no_new_privs", set);
     sock_fprog program{static_cast<unsigned short>(guard_.size()), const_cast<sock_filter*>(guard_.data())};
-    if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program, 0, 0) != 0)
-        return step_failed(errorCode_, "seccomp filter for the terminal");
-    if (const char* step = drop_capabilities()) return step_failed(errorCode_, step);
+    if (const long set = call_with(SYS_prctl, PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program, 0, 0); set != 0)
+        return step_failed(errorCode_, "seccomp filter for the terminal", set);
+    const char* step = nullptr;
+    if (const long dropped = drop_capabilities(step); dropped != 0) return step_failed(errorCode_, step, dropped);
     if (ruleset_ >= 0) {
-        if (syscall(SYS_landlock_restrict_self, ruleset_, 0) != 0) return step_failed(errorCode_, "landlock_restrict_self");
-        close(ruleset_);
+        if (const long restricted = call_with(SYS_landlock_restrict_self, ruleset_, 0); restricted != 0)
+            return step_failed(errorCode_, "landlock_restrict_self", restricted);
+        call_with(SYS_close, ruleset_);
     }
     if (!found_) {
-        if (statusFd_ >= 0) (void)!write(statusFd_, "SF", 2);  // reached the command, which is missing
+        if (statusFd_ >= 0) call_with(SYS_write, statusFd_, "SF", 2);  // reached the command, which is missing
         say({"dsh-confine: error: COMMAND_NOT_FOUND: ", argv_.front(), ": not found\n"});
         return 127;
     }
-    if (!pass_only(keep_)) return step_failed(errorCode_, "/proc/self/fd");
-    if (statusFd_ >= 0 && !statusKept_) fcntl(statusFd_, F_SETFD, FD_CLOEXEC);  // closed by a successful execve
-    if (statusFd_ >= 0) (void)!write(statusFd_, "S", 1);
-    execve(program_.c_str(), argv_.data(), environ);
-    const int error = errno;
-    if (statusFd_ >= 0) (void)!write(statusFd_, "F", 1);
+    if (const long passed = pass_only(keep_); passed != 0) return step_failed(errorCode_, "/proc/self/fd", passed);
+    if (statusFd_ >= 0 && !statusKept_) call_with(SYS_fcntl, statusFd_, F_SETFD, FD_CLOEXEC);  // closed by a successful execve
+    if (statusFd_ >= 0) call_with(SYS_write, statusFd_, "S", 1);
+    const long error = -call_with(SYS_execve, program_.c_str(), argv_.data(), environ);
+    if (statusFd_ >= 0) call_with(SYS_write, statusFd_, "F", 1);
     say({"dsh-confine: error: COMMAND_NOT_EXECUTABLE: ", argv_.front(), ": ", error_text(error), "\n"});
     return error == ENOENT ? 127 : 126;
 }
 
 bool has_sys_admin() {
     __user_cap_data_struct data[2] = {};
-    return capabilities(data) && (data[CAP_SYS_ADMIN / 32].effective & (1U << (CAP_SYS_ADMIN % 32))) != 0;
+    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+    return call_with(SYS_capget, &header, data) == 0 &&
+           (data[CAP_SYS_ADMIN / 32].effective & (1U << (CAP_SYS_ADMIN % 32))) != 0;
 }
 
 }  // namespace dsh::linux_runner

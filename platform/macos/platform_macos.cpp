@@ -44,6 +44,13 @@ posix::Launch prepare_plan(const ConfinedArgv& confined, const SandboxPolicy& po
     return [=] { return exec_plan(confined, policy, argv, config); };
 }
 
+posix::Launch failed_launch(const std::string& code, const std::string& message) {
+    return [line = "dsh-confine: error: " + code + ": " + message + "\n"] {
+        std::fputs(line.c_str(), stderr);
+        return 125;
+    };
+}
+
 // sandbox-exec has no status channel, and its temp area is the per-user directory, made by
 // the backend and kept: nothing to add for `run`, nothing to remove after it.
 StartProofPlan prepare_for_run(std::vector<std::string>& /*argv*/, const std::string& /*backend*/) {

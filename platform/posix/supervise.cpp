@@ -18,8 +18,14 @@
 #if defined(__linux__)
 #include <dirent.h>
 #include <sched.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <sys/syscall.h>
+
+#include <new>
+
+#include "../linux/raw_syscall.hpp"
 #endif
 
 
@@ -132,61 +138,6 @@ std::optional<bool> judge_start(StartProof proof, const std::string& status) {
     return std::nullopt;
 }
 
-// Run by the keeper, the subreaper of the command's tree: whatever the command left behind was
-// reparented to it. It is killed and reaped, and so is whatever that leaves in turn, until
-// nothing remains. Where there is no subreaper (macOS), what the command left behind went to
-// launchd instead and is out of reach: the keeper only reaps (docs/backends/macos.md).
-void kill_leftovers() {
-#if !defined(__linux__)
-    while (waitpid(-1, nullptr, WNOHANG) > 0) {
-    }
-#else
-    // Each round kills the children the keeper has now (what the command left, reparented to
-    // it), then waits for each of them: a killed child's own children are reparented to the
-    // keeper when it dies, so the next round finds them. No round sleeps: the waits are for
-    // events, and the rounds end when a round finds nothing.
-    const pid_t self = getpid();
-    for (int round = 0; round < 64; ++round) {
-        // No child at all (ECHILD): nothing is left, and the kernel's list need not be read.
-        // That is the usual end of a round, and of a command that left nothing running.
-        pid_t reaped = 0;
-        while ((reaped = waitpid(-1, nullptr, WNOHANG)) > 0) {
-        }
-        if (reaped < 0 && errno == ECHILD) break;
-        std::vector<pid_t> found;
-        char path[64];
-        std::snprintf(path, sizeof path, "/proc/%ld/task/%ld/children", static_cast<long>(self), static_cast<long>(self));
-        if (FILE* children = std::fopen(path, "r")) {  // the kernel's own list (CONFIG_PROC_CHILDREN)
-            long child = 0;
-            while (std::fscanf(children, "%ld", &child) == 1) found.push_back(static_cast<pid_t>(child));
-            std::fclose(children);
-        } else if (DIR* proc = opendir("/proc")) {  // without it: every process's parent, read
-            while (dirent* entry = readdir(proc)) {
-                const long candidate = std::strtol(entry->d_name, nullptr, 10);
-                if (candidate <= 0) continue;
-                std::snprintf(path, sizeof path, "/proc/%ld/stat", candidate);
-                FILE* file = std::fopen(path, "r");
-                if (!file) continue;
-                char line[512] = {};
-                const bool read_ok = std::fgets(line, sizeof line, file) != nullptr;
-                std::fclose(file);
-                const char* close_paren = read_ok ? std::strrchr(line, ')') : nullptr;
-                long parent = 0;
-                char state = 0;
-                if (close_paren && std::sscanf(close_paren + 1, " %c %ld", &state, &parent) == 2 && parent == self)
-                    found.push_back(static_cast<pid_t>(candidate));
-            }
-            closedir(proc);
-        }
-        for (pid_t child : found) kill(child, SIGKILL);
-        for (pid_t child : found)
-            while (waitpid(child, nullptr, 0) < 0 && errno == EINTR) {
-            }
-        if (found.empty()) break;
-    }
-#endif
-}
-
 // The keeper's reports to dsh-confine, one fixed-size record each: the command's pid once it
 // is forked, then its wait status once it is reaped.
 struct KeeperReport {
@@ -210,8 +161,7 @@ bool read_report(int fd, KeeperReport& report) {
 // stderr goes, the start-proof descriptors it alone inherits, and the signal state to restore.
 struct RunnerSetup {
     char* const* args;
-    const PrepareHere* prepareHere;  // null: exec args
-    const Launch* launch;  // prepared already (by start_runner, for a clone): run it
+    const Launch* launch;  // the runner's own code, prepared (null: exec args)
     bool merge;  // stdout is stderr: both go to the stderr pipe
     int errWrite, statusWrite;
     const struct sigaction* saved;  // the caller's actions for kForwarded, in order
@@ -220,115 +170,22 @@ struct RunnerSetup {
     const sigset_t* previous;  // the caller's mask
 };
 
-// What runs on the runner clone's own stack (start_runner) is left out of AddressSanitizer's
-// instrumentation: ASan takes a stack it did not make for a stack overflow and warns on stderr.
+// What the keeper is given: the runner's setup, its own ends of the pipes to dsh-confine, and
+// dsh-confine's ends, which it closes (-1: none).
+struct KeeperSetup {
+    RunnerSetup runner;
+    int alive, report;
+    int others[6];
+};
+
+// What runs on a stack of its own (the runner's clone, the keeper's) is left out of
+// AddressSanitizer's instrumentation: ASan takes a stack it did not make for a stack overflow
+// and warns on stderr.
 #if defined(__GNUC__)
 #define DSH_OWN_STACK __attribute__((no_sanitize("address")))
 #else
 #define DSH_OWN_STACK
 #endif
-
-// The runner's process: resets what it inherited and becomes the runner. It dies with its
-// parent (parent-death signal), which it checks is still the one that forked it.
-[[noreturn]] DSH_OWN_STACK void become_runner(const RunnerSetup& setup, pid_t parent) {
-#if defined(__linux__)
-    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-#endif
-    if (getppid() != parent) _exit(125);
-    close(g_wake[0]);
-    close(g_wake[1]);
-    for (std::size_t i = 0; i < sizeof kForwarded / sizeof kForwarded[0]; ++i) sigaction(kForwarded[i], &setup.saved[i], nullptr);
-    sigaction(SIGCHLD, setup.savedChld, nullptr);
-    sigaction(SIGPIPE, setup.savedPipe, nullptr);  // an ignored SIGPIPE would survive the execve
-    sigprocmask(SIG_SETMASK, setup.previous, nullptr);  // the runner gets the caller's mask as it was
-    dup2(setup.errWrite, 2);
-    if (setup.merge) dup2(setup.errWrite, 1);
-    if (setup.statusWrite >= 0) fcntl(setup.statusWrite, F_SETFD, 0);  // inherited by the runner only
-    if (setup.launch != nullptr) _exit((*setup.launch)());  // system calls only (a clone: shared memory)
-    if (setup.prepareHere != nullptr) {
-        int argc = 0;
-        while (setup.args[argc] != nullptr) ++argc;
-        // A forked copy: both parts here. Its stdio buffers start empty (the caller flushed
-        // before forking), and exit is _exit, as after an execve.
-        int status = 125;
-        try {
-            status = (*setup.prepareHere)(argc, const_cast<char**>(setup.args))();
-        } catch (...) {  // never back into the caller's code, which this process is a copy of
-        }
-        std::fflush(nullptr);
-        _exit(status);
-    }
-    execv(setup.args[0], setup.args);
-    const char* message = "dsh-confine: error: RUNNER_EXEC: cannot execute the runner\n";
-    (void)!write(2, message, std::strlen(message));
-    _exit(125);
-}
-
-#if defined(__linux__)
-struct RunnerStart {
-    const RunnerSetup* setup;
-    pid_t parent;
-};
-
-DSH_OWN_STACK int runner_entry(void* start) {
-    const auto* what = static_cast<const RunnerStart*>(start);
-    become_runner(*what->setup, what->parent);
-}
-#endif
-
-// Whether the runner's process may be a clone that shares this one's memory. Not under
-// AddressSanitizer, which takes code running on a stack it did not make for a stack overflow:
-// there a runner whose code runs here (prepareHere) gets a forked copy, as everywhere but Linux.
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kCloneRunsOwnCode = false;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kCloneRunsOwnCode = false;
-#else
-constexpr bool kCloneRunsOwnCode = true;
-#endif
-#else
-constexpr bool kCloneRunsOwnCode = true;
-#endif
-
-// Starts the runner's process and returns its pid (-1 if it could not be started). The caller
-// blocks every signal first: a handler of ours must not run in a child that shares its memory.
-// On Linux the runner is started as posix_spawn starts a program: a clone that shares the
-// caller's memory, on a stack of its own, while the caller waits for its execve (CLONE_VM |
-// CLONE_VFORK). No page tables are copied, no address space is made and torn down (on a
-// paravirtualized host, 0.5 ms each), and neither side takes copy-on-write faults afterwards;
-// the child only reads the caller's memory and makes nothing but system calls. A runner whose
-// code runs here (prepareHere) is prepared first, here, and the clone runs its launch, which is
-// made of system calls only.
-pid_t start_runner(const RunnerSetup& setup) {
-    const pid_t parent = getpid();
-#if defined(__linux__)
-    if (setup.prepareHere == nullptr || kCloneRunsOwnCode) {
-        Launch launch;
-        RunnerSetup prepared = setup;
-        if (setup.prepareHere != nullptr) {
-            int argc = 0;
-            while (setup.args[argc] != nullptr) ++argc;
-            try {
-                launch = (*setup.prepareHere)(argc, const_cast<char**>(setup.args));
-            } catch (...) {  // the preparation reports its own failures; this is the last guard
-                launch = [] { return 125; };
-            }
-            prepared.prepareHere = nullptr;
-            prepared.launch = &launch;
-        }
-        // The clone's stack lies in this frame, which stays put while the clone runs (the
-        // caller waits for its execve), and is left uninitialized: the clone touches only the
-        // few frames it uses (libc's wrappers, the launch's system calls, execve) at the top.
-        alignas(16) char stack[std::size_t{64} * 1024];
-        RunnerStart start{&prepared, parent};
-        return clone(runner_entry, stack + sizeof stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &start);
-    }
-#endif
-    const pid_t child = fork();
-    if (child == 0) become_runner(setup, parent);
-    return child;
-}
 
 // SIGCHLD open whatever the caller's mask had: the waits depend on it.
 void open_sigchld(const sigset_t& previous) {
@@ -343,15 +200,322 @@ void block_all_signals() {
     sigprocmask(SIG_SETMASK, &all, nullptr);
 }
 
+#if defined(__linux__)
+// On Linux the keeper and the runner's process run beside dsh-confine in its own memory, so
+// everything they do is a system call made without the C library's wrappers (raw_syscall.hpp:
+// no errno written, no lock, no allocation), on stacks of their own, reading only what
+// dsh-confine set up before it started them and leaves alone until the keeper's last report.
+using linux_sys::call;
+using linux_sys::call_with;
+
+// Whether the keeper and the runner's process may be clones that share dsh-confine's memory.
+// Not under AddressSanitizer, which does not follow code onto a stack it did not make: there
+// both are forked copies, as everywhere but Linux.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kClones = false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kClones = false;
+#else
+constexpr bool kClones = true;
+#endif
+#else
+constexpr bool kClones = true;
+#endif
+
+[[noreturn]] void exit_now(int status) noexcept {
+    call(SYS_exit_group, status);
+    __builtin_unreachable();
+}
+
+// The kernel's struct sigaction (rt_sigaction), for SIG_DFL and SIG_IGN: no handler, no restorer.
+struct KernelSigaction {
+    void (*handler)(int);
+    unsigned long flags;
+    void (*restorer)();
+    unsigned long mask;
+};
+
+void set_disposition(int sig, bool ignore) noexcept {
+    const KernelSigaction action{ignore ? SIG_IGN : SIG_DFL, 0, nullptr, 0};
+    call_with(SYS_rt_sigaction, sig, &action, nullptr, sizeof action.mask);
+}
+
+// Appends the decimal digits of `value` (>= 0) at `at`; returns the end.
+char* put_number(char* at, long value) noexcept {
+    char digits[24];
+    int count = 0;
+    do digits[count++] = static_cast<char>('0' + value % 10);
+    while ((value /= 10) > 0);
+    while (count > 0) *at++ = digits[--count];
+    return at;
+}
+
+// The whole of a small file (up to `size` - 1 bytes), null-terminated; its length, or -1.
+long read_small(const char* path, char* into, long size) noexcept {
+    const long fd = call_with(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    long length = 0;
+    for (long n = 0; length < size - 1 && (n = call_with(SYS_read, fd, into + length, size - 1 - length)) > 0;) length += n;
+    call_with(SYS_close, fd);
+    into[length] = '\0';
+    return length;
+}
+
+// The numbers in `text`, in order, up to `most`.
+int numbers_in(const char* text, long* into, int most) noexcept {
+    int count = 0;
+    long value = 0;
+    bool digit = false;
+    for (const char* c = text;; ++c) {
+        if (*c >= '0' && *c <= '9') {
+            value = value * 10 + (*c - '0');
+            digit = true;
+        } else {
+            if (digit && count < most) into[count++] = value;
+            value = 0;
+            digit = false;
+            if (*c == '\0') return count;
+        }
+    }
+}
+
+// This process's children as the kernel lists them (/proc/PID/task/PID/children, with
+// CONFIG_PROC_CHILDREN), or without that list every process whose parent /proc/N/stat names as
+// this one. Up to `most`; the caller's rounds find the rest.
+int children_of(long self, long* into, int most) noexcept {
+    char path[64] = "/proc/";
+    char* at = put_number(path + 6, self);
+    std::memcpy(at, "/task/", 6);
+    at = put_number(at + 6, self);
+    std::memcpy(at, "/children", 10);
+    char text[4096];
+    if (read_small(path, text, sizeof text) >= 0) return numbers_in(text, into, most);
+    int count = 0;
+    const long proc = call_with(SYS_openat, AT_FDCWD, "/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (proc < 0) return 0;
+    alignas(8) char entries[4096];
+    for (long got = 0; count < most && (got = call_with(SYS_getdents64, proc, entries, sizeof entries)) > 0;) {
+        for (long offset = 0; offset < got && count < most;) {
+            // struct linux_dirent64: ino (8), off (8), reclen (2), type (1), name.
+            unsigned short length = 0;
+            std::memcpy(&length, entries + offset + 16, sizeof length);
+            const char* name = entries + offset + 19;
+            offset += length;
+            long candidate = 0;
+            if (numbers_in(name, &candidate, 1) != 1 || *name < '1' || *name > '9') continue;
+            at = put_number(path + 6, candidate);
+            std::memcpy(at, "/stat", 6);
+            // "PID (COMM) STATE PPID ...": the parent follows the last ')' and the state.
+            if (read_small(path, text, 512) < 0) continue;
+            const char* close_paren = std::strrchr(text, ')');
+            long parent = 0;
+            if (close_paren != nullptr && close_paren[1] == ' ' && close_paren[2] != '\0' &&
+                numbers_in(close_paren + 3, &parent, 1) == 1 && parent == self)
+                into[count++] = candidate;
+        }
+    }
+    call_with(SYS_close, proc);
+    return count;
+}
+
+// Kills and reaps what this process (the keeper, or dsh-confine as bubblewrap's subreaper) has
+// as children now: what the command left behind was reparented to it. It is killed and
+// reaped, and so is whatever that leaves in turn, until nothing remains. Each round kills the
+// children there are now, then waits for each of them: a killed child's own children are
+// reparented here when it dies, so the next round finds them. No round sleeps: the waits are
+// for events, and the rounds end when a round finds nothing.
+void kill_leftovers() noexcept {
+    const long self = call(SYS_getpid);
+    for (int round = 0; round < 64; ++round) {
+        // No child at all (ECHILD): nothing is left, and the kernel's list need not be read.
+        // That is the usual end of a round, and of a command that left nothing running.
+        long reaped = 0;
+        while ((reaped = call_with(SYS_wait4, -1, nullptr, WNOHANG, nullptr)) > 0) {
+        }
+        if (reaped == -ECHILD) break;
+        long found[512];
+        const int count = children_of(self, found, 512);
+        for (int i = 0; i < count; ++i) call(SYS_kill, found[i], SIGKILL);
+        for (int i = 0; i < count; ++i)
+            while (call_with(SYS_wait4, found[i], nullptr, 0, nullptr) == -EINTR) {
+            }
+        if (count == 0) break;
+    }
+}
+
+// The runner's process: resets what it inherited and becomes the runner. It dies with its
+// parent (parent-death signal), which it checks is still the one that started it. Each signal
+// gets the caller's disposition as the command will find it after execve (a handler becomes
+// the default there, an ignored signal stays ignored), and the caller's mask.
+[[noreturn]] DSH_OWN_STACK void become_runner(const RunnerSetup& setup, long parent) noexcept {
+    call_with(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    if (call(SYS_getppid) != parent) exit_now(125);
+    for (std::size_t i = 0; i < sizeof kForwarded / sizeof kForwarded[0]; ++i)
+        set_disposition(kForwarded[i], setup.saved[i].sa_handler == SIG_IGN);
+    set_disposition(SIGCHLD, setup.savedChld->sa_handler == SIG_IGN);
+    set_disposition(SIGPIPE, setup.savedPipe->sa_handler == SIG_IGN);  // an ignored SIGPIPE would survive the execve
+    call_with(SYS_rt_sigprocmask, SIG_SETMASK, setup.previous, nullptr, 8);  // the caller's mask as it was
+    call_with(SYS_dup3, setup.errWrite, 2, 0);
+    if (setup.merge) call_with(SYS_dup3, setup.errWrite, 1, 0);
+    if (setup.statusWrite >= 0) call_with(SYS_fcntl, setup.statusWrite, F_SETFD, 0);  // inherited by the runner only
+    if (setup.launch != nullptr) exit_now((*setup.launch)());  // system calls only
+    call_with(SYS_execve, setup.args[0], setup.args, environ);
+    const char* message = "dsh-confine: error: RUNNER_EXEC: cannot execute the runner\n";
+    call_with(SYS_write, 2, message, std::strlen(message));
+    exit_now(125);
+}
+
+struct RunnerStart {
+    const RunnerSetup* setup;
+    long parent;
+};
+
+DSH_OWN_STACK int runner_entry(void* start) {
+    const auto* what = static_cast<const RunnerStart*>(start);
+    become_runner(*what->setup, what->parent);
+}
+
+// Starts the runner's process and returns its pid (< 0 if it could not be started). Every
+// signal is blocked in the caller first. The runner's process is started as posix_spawn starts
+// a program: a clone that shares the caller's memory, on a stack of its own, while the caller
+// waits for its execve (CLONE_VM | CLONE_VFORK). No page tables are copied, no address space is
+// made and torn down, and neither side takes copy-on-write faults afterwards; the child only
+// reads the caller's memory and makes nothing but system calls (the launch of a runner whose
+// code is this program's is made of them too). Under AddressSanitizer (kClones false) a runner
+// of our own code gets a forked copy instead.
+long start_runner(const RunnerSetup& setup) {
+    RunnerStart start{&setup, call(SYS_getpid)};
+    if (setup.launch == nullptr || kClones) {
+        // The clone's stack lies in this frame, which stays put while the clone runs (the
+        // caller waits for its execve), and is left uninitialized: the clone touches only the
+        // few frames it uses at the top.
+        alignas(16) char stack[std::size_t{64} * 1024];
+        return clone(runner_entry, stack + sizeof stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &start);
+    }
+    const pid_t child = fork();
+    if (child == 0) become_runner(setup, start.parent);
+    return child;
+}
+
 // The keeper sits between dsh-confine and the runner. It is the subreaper of the confined tree,
 // so whatever the command leaves behind is reparented to it, and it outlives dsh-confine: when
 // dsh-confine dies, even of SIGKILL, the `alive` pipe reads end-of-file and the keeper kills the
 // whole tree before it exits. (The runner also dies with the keeper, by its parent-death
-// signal.) It ignores the signals dsh-confine forwards, which are for the command.
-[[noreturn]] void keep(const RunnerSetup& runner, int alive, int report) {
-#if defined(__linux__)
-    prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-#endif
+// signal.) It ignores the signals dsh-confine forwards, which are for the command. Every signal
+// stays blocked in it, as dsh-confine blocked them before starting it; SIGCHLD is read from a
+// signalfd. It is a clone that shares dsh-confine's memory (not its descriptors nor its signal
+// dispositions), on a stack of its own, or under AddressSanitizer a forked copy.
+[[noreturn]] DSH_OWN_STACK void keep(const KeeperSetup& keeper) noexcept {
+    for (int fd : keeper.others)
+        if (fd >= 0) call(SYS_close, fd);
+    call_with(SYS_prctl, PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    for (int sig : kForwarded) set_disposition(sig, sig != SIGWINCH);  // SIGWINCH: ignored by default
+    set_disposition(SIGCHLD, false);  // the default: an ignored SIGCHLD would reap the command unseen
+    set_disposition(SIGPIPE, true);   // dsh-confine gone: the reports fail, the keeper goes on
+    const unsigned long chld = 1UL << (SIGCHLD - 1);
+    const long wake = call_with(SYS_signalfd4, -1, &chld, sizeof chld, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (wake < 0) exit_now(125);
+
+    const long command = start_runner(keeper.runner);
+    if (command < 0) exit_now(125);
+    call(SYS_close, keeper.runner.errWrite);
+    if (keeper.runner.statusWrite >= 0) call(SYS_close, keeper.runner.statusWrite);
+    const KeeperReport started{'P', static_cast<int>(command)};
+    call_with(SYS_write, keeper.report, &started, sizeof started);
+
+    int wait_status = 0;
+    bool reaped = call_with(SYS_wait4, command, &wait_status, WNOHANG, nullptr) == command;
+    while (!reaped) {
+        pollfd fds[2] = {{keeper.alive, POLLIN, 0}, {static_cast<int>(wake), POLLIN, 0}};
+        const long ready = call_with(SYS_ppoll, fds, 2, nullptr, nullptr, 0);
+        if (ready < 0 && ready != -EINTR) break;
+        if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) break;  // dsh-confine is gone
+        if (fds[1].revents & POLLIN) {
+            char drained[512];
+            while (call_with(SYS_read, wake, drained, sizeof drained) > 0) {
+            }
+        }
+        if (call_with(SYS_wait4, command, &wait_status, WNOHANG, nullptr) == command) reaped = true;
+    }
+    if (!reaped) call(SYS_kill, command, SIGKILL);
+    kill_leftovers();
+    if (reaped) {
+        const KeeperReport ended{'W', wait_status};
+        call_with(SYS_write, keeper.report, &ended, sizeof ended);
+    }
+    exit_now(0);
+}
+
+DSH_OWN_STACK int keeper_entry(void* setup) { keep(*static_cast<const KeeperSetup*>(setup)); }
+
+// The keeper's mapping: its setup at the start, its stack above. Never unmapped: the keeper may
+// still be making its last system calls when dsh-confine is done.
+constexpr std::size_t kKeeperMapping = std::size_t{256} * 1024;
+
+// Starts the keeper: a clone sharing this memory (CLONE_VM, with its own descriptor table and
+// signal dispositions), or under AddressSanitizer a fork. Every signal is blocked here first.
+long start_keeper(const KeeperSetup& setup) {
+    if (!kClones) {
+        const pid_t child = fork();
+        if (child == 0) keep(setup);
+        return child;
+    }
+    void* mapping = mmap(nullptr, kKeeperMapping, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    if (mapping == MAP_FAILED) return -1;
+    auto* copy = new (mapping) KeeperSetup(setup);
+    return clone(keeper_entry, static_cast<char*>(mapping) + kKeeperMapping, CLONE_VM | SIGCHLD, copy);
+}
+#else
+// Elsewhere (macOS) the keeper and the runner's process are forked copies. There is no
+// subreaper: what the command left behind went to launchd and is out of the keeper's reach, so
+// it only reaps (docs/backends/macos.md).
+void kill_leftovers() {
+    while (waitpid(-1, nullptr, WNOHANG) > 0) {
+    }
+}
+
+// The runner's process: resets what it inherited and becomes the runner.
+[[noreturn]] void become_runner(const RunnerSetup& setup, pid_t parent) {
+    if (getppid() != parent) _exit(125);
+    close(g_wake[0]);
+    close(g_wake[1]);
+    for (std::size_t i = 0; i < sizeof kForwarded / sizeof kForwarded[0]; ++i) sigaction(kForwarded[i], &setup.saved[i], nullptr);
+    sigaction(SIGCHLD, setup.savedChld, nullptr);
+    sigaction(SIGPIPE, setup.savedPipe, nullptr);  // an ignored SIGPIPE would survive the execve
+    sigprocmask(SIG_SETMASK, setup.previous, nullptr);  // the runner gets the caller's mask as it was
+    dup2(setup.errWrite, 2);
+    if (setup.merge) dup2(setup.errWrite, 1);
+    if (setup.statusWrite >= 0) fcntl(setup.statusWrite, F_SETFD, 0);  // inherited by the runner only
+    if (setup.launch != nullptr) {
+        // The runner's own code: its stdio buffers start empty (the caller flushed before
+        // forking), and exit is _exit, as after an execve.
+        int status = 125;
+        try {
+            status = (*setup.launch)();
+        } catch (...) {  // never back into the caller's code, which this process is a copy of
+        }
+        std::fflush(nullptr);
+        _exit(status);
+    }
+    execv(setup.args[0], setup.args);
+    const char* message = "dsh-confine: error: RUNNER_EXEC: cannot execute the runner\n";
+    (void)!write(2, message, std::strlen(message));
+    _exit(125);
+}
+
+pid_t start_runner(const RunnerSetup& setup) {
+    const pid_t parent = getpid();
+    const pid_t child = fork();
+    if (child == 0) become_runner(setup, parent);
+    return child;
+}
+
+// The keeper (see the Linux one above): it ignores the signals dsh-confine forwards, which are
+// for the command, and kills what it can of the tree when dsh-confine goes.
+[[noreturn]] void keep(const KeeperSetup& keeper) {
+    for (int fd : keeper.others)
+        if (fd >= 0) close(fd);
     // The keeper's own wake pipe: SIGCHLD (the handler is inherited, still blocked) says the
     // command may have ended.
     if (!make_pipe(g_wake, true)) _exit(125);
@@ -361,19 +525,18 @@ void block_all_signals() {
     for (int sig : kForwarded)
         if (sig != SIGWINCH) sigaction(sig, &ignore, nullptr);
 
-    block_all_signals();
-    const pid_t command = start_runner(runner);
-    open_sigchld(*runner.previous);
+    const pid_t command = start_runner(keeper.runner);
+    open_sigchld(*keeper.runner.previous);
     if (command < 0) _exit(125);
-    close(runner.errWrite);
-    if (runner.statusWrite >= 0) close(runner.statusWrite);
+    close(keeper.runner.errWrite);
+    if (keeper.runner.statusWrite >= 0) close(keeper.runner.statusWrite);
     const KeeperReport started{'P', command};
-    (void)!write(report, &started, sizeof started);
+    (void)!write(keeper.report, &started, sizeof started);
 
     int wait_status = 0;
     bool reaped = waitpid(command, &wait_status, WNOHANG) == command;
     while (!reaped) {
-        pollfd fds[2] = {{alive, POLLIN, 0}, {g_wake[0], POLLIN, 0}};
+        pollfd fds[2] = {{keeper.alive, POLLIN, 0}, {g_wake[0], POLLIN, 0}};
         const int ready = poll(fds, 2, -1);
         if (ready < 0 && errno != EINTR) break;
         if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) break;  // dsh-confine is gone
@@ -384,10 +547,17 @@ void block_all_signals() {
     kill_leftovers();
     if (reaped) {
         const KeeperReport ended{'W', wait_status};
-        (void)!write(report, &ended, sizeof ended);
+        (void)!write(keeper.report, &ended, sizeof ended);
     }
     _exit(0);
 }
+
+pid_t start_keeper(const KeeperSetup& setup) {
+    const pid_t child = fork();
+    if (child == 0) keep(setup);
+    return child;
+}
+#endif
 
 }  // namespace
 
@@ -452,11 +622,22 @@ SupervisedRun supervise(std::vector<std::string> argv, const SuperviseOptions& o
     };
     run.merged = stdout_is_stderr();
     std::fflush(nullptr);  // nothing buffered is written twice by a child that returns to C++
-    const RunnerSetup runner{args.data(), options.prepareHere ? &options.prepareHere : nullptr,
-                             nullptr,     run.merged,
-                             err_pipe[1], status_pipe[1],
-                             saved,       &saved_chld,
-                             &saved_pipe, &previous};
+    // A runner of our own code is prepared here, before any process is started: all that may
+    // allocate or fail is done in this process, and the runner's process only runs the launch.
+    // It stays here, untouched, until the keeper's last report.
+    Launch launch;
+    if (options.prepareHere) {
+        try {
+            launch = options.prepareHere(static_cast<int>(argv.size()), args.data());
+        } catch (...) {  // the preparation reports its own failures; this is the last guard
+            launch = [] { return 125; };
+        }
+    }
+    const RunnerSetup runner{args.data(), options.prepareHere ? &launch : nullptr,
+                             run.merged,  err_pipe[1],
+                             status_pipe[1], saved,
+                             &saved_chld, &saved_pipe,
+                             &previous};
     pid_t pid = -1;  // the keeper, or without one the runner itself
     if (direct) {
 #if defined(__linux__)
@@ -471,17 +652,12 @@ SupervisedRun supervise(std::vector<std::string> argv, const SuperviseOptions& o
         block_all_signals();
         pid = start_runner(runner);
     } else {
-        pid = fork();
-        if (pid == 0) {
-            close(alive[1]);
-            close(report[0]);
-            close(err_pipe[0]);
-            if (status_pipe[0] >= 0) close(status_pipe[0]);
-            close(g_wake[0]);
-            close(g_wake[1]);
-            if (options.closeAllBut) close_on_exec_except(*options.closeAllBut);
-            keep(runner, alive[0], report[1]);
-        }
+        // Descriptors above 2 that the runner must not inherit are marked here, for the keeper's
+        // copy of the table (a runner that closes nothing itself: macOS).
+        if (options.closeAllBut) close_on_exec_except(*options.closeAllBut);
+        const KeeperSetup keeper{runner, alive[0], report[1], {alive[1], report[0], err_pipe[0], status_pipe[0], g_wake[0], g_wake[1]}};
+        block_all_signals();
+        pid = start_keeper(keeper);
     }
     open_sigchld(previous);  // SIGCHLD open until the end, even if the caller had blocked it
     if (pid < 0) {

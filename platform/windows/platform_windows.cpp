@@ -49,6 +49,13 @@ posix::Launch prepare_plan(const ConfinedArgv& confined, const SandboxPolicy& po
     return [=] { return exec_plan(confined, policy, argv, config); };
 }
 
+posix::Launch failed_launch(const std::string& code, const std::string& message) {
+    return [line = "dsh-confine: error: " + code + ": " + message + "\n"] {
+        std::fputs(line.c_str(), stderr);
+        return 125;
+    };
+}
+
 // The runner offers no proof of start (attribution relies on its dialect), and it makes and
 // removes an agentless call's temp area itself, since it waits for the command anyway.
 StartProofPlan prepare_for_run(std::vector<std::string>& /*argv*/, const std::string& /*backend*/) { return {}; }
