@@ -15,13 +15,13 @@
  * new BASE/call-XXXXXX is made (mkdtemp, mode 0700), granted every handled right and named in
  * TMPDIR. The least a per-call private area costs on BASE's file system.
  *
- * With -s, the processes `run` has in front of the command, at their least: it forks a keeper,
- * the keeper builds the ruleset and starts the process that applies it and execs as `run` does,
- * a clone sharing its memory until the execve (vfork), and each parent waits for its child and
- * exits with its status. No pipes, no poll, no signals, no classification: the
+ * With -s, the processes `run` has in front of the command, at their least, started as `run`
+ * starts them: once the ruleset is built, a keeper that shares this memory (a clone with
+ * CLONE_VM), and the process that applies the ruleset and execs, a clone sharing the keeper's
+ * memory until the execve (vfork). Each parent waits for its child and exits with its status. No pipes, no poll, no signals, no classification: the
  * least a supervisor of dsh-confine's shape (one that outlives the caller's process to end the
  * command's tree) adds to the exec path. With -s and -t, the first process makes the temp area
- * before it forks and removes it (rmdir) once the command has ended, as `run` removes its
+ * before it starts the keeper and removes it (rmdir) once the command has ended, as `run` removes its
  * call's area before it answers.
  *
  * Built with LANDLOCK_FLOOR_NO_MAIN, it is the Landlock half of stack_floor.cpp. Built with
@@ -37,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -157,14 +158,27 @@ static void start_runner(int ruleset, char** argv) {
     _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
 }
 
-// Forks; the parent waits for the child, removes the directory REMOVE when there is one, and
-// exits with the child's status; the child returns.
-static void supervised(const char* remove) {
-    const pid_t child = fork();
-    if (child < 0) exit(fail("fork"));
-    if (child == 0) return;
+struct keeper_call {
+    int ruleset;
+    char** argv;
+};
+
+static int keeper_main(void* call) {
+    const struct keeper_call* what = call;
+    start_runner(what->ruleset, what->argv);
+    return 125;
+}
+
+// Starts the keeper as `run` does, a clone sharing this memory on a stack of its own (CLONE_VM),
+// which starts the runner's process and waits for it; waits for the keeper, removes the
+// directory REMOVE when there is one, and exits with the keeper's status.
+static void supervised(const char* remove, int ruleset, char** argv) {
+    static char stack[256 * 1024] __attribute__((aligned(16)));
+    struct keeper_call call = {ruleset, argv};
+    const pid_t keeper = clone(keeper_main, stack + sizeof stack, CLONE_VM | SIGCHLD, &call);
+    if (keeper < 0) exit(fail("clone"));
     int status = 0;
-    while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+    while (waitpid(keeper, &status, 0) < 0 && errno == EINTR) {
     }
     if (remove != NULL) rmdir(remove);
     _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
@@ -193,9 +207,6 @@ int landlock_floor_exec(int argc, char** argv) {
         argc -= 2;
         argv += 2;
     }
-    if (supervise) {
-        supervised(make_temp ? temp : NULL);  // the keeper's parent: run, which removes the area
-    }
     while (argc > 2 && strcmp(argv[1], "-w") == 0 && writable_count < 8) {
         writable[writable_count++] = argv[2];
         argc -= 2;
@@ -223,9 +234,10 @@ int landlock_floor_exec(int argc, char** argv) {
     if (add_rule(ruleset, "/dev/pts", (READ_FILE | WRITE_FILE | IOCTL_DEV | READ_DIR) & handled) != 0) return fail("/dev/pts");
     for (int i = 0; i < writable_count; ++i)
         if (add_rule(ruleset, writable[i], handled) != 0) return fail(writable[i]);
-    // With -s, the keeper built the ruleset; the runner's process, a clone sharing its memory
-    // until the execve (vfork), applies it and execs, and the keeper waits for it.
-    if (supervise) start_runner(ruleset, argv);
+    // With -s, as `run`: the ruleset built here, a keeper sharing this memory, and the runner's
+    // process, a clone sharing the keeper's until the execve (vfork), which applies it and execs;
+    // each parent waits for its child. This process removes the temp area at the end.
+    if (supervise) supervised(make_temp ? temp : NULL, ruleset, argv);
     return apply_and_exec(ruleset, argv, 0);
 }
 
