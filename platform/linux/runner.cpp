@@ -175,7 +175,7 @@ long pass_only(const std::vector<int>& keep) noexcept {
     if (call_with(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
         const long dir = call_with(SYS_openat, AT_FDCWD, "/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dir < 0) return dir;
-        alignas(8) char buffer[2048];
+        alignas(8) char buffer[2048] = {};  // filled by getdents64 (zeroed for the analyzer)
         for (;;) {
             const long got = call_with(SYS_getdents64, dir, buffer, sizeof buffer);
             if (got < 0) {

@@ -294,7 +294,7 @@ int children_of(long self, long* into, int most) noexcept {
     int count = 0;
     const long proc = call_with(SYS_openat, AT_FDCWD, "/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (proc < 0) return 0;
-    alignas(8) char entries[4096];
+    alignas(8) char entries[4096] = {};  // filled by getdents64 (zeroed for the analyzer)
     for (long got = 0; count < most && (got = call_with(SYS_getdents64, proc, entries, sizeof entries)) > 0;) {
         for (long offset = 0; offset < got && count < most;) {
             // struct linux_dirent64: ino (8), off (8), reclen (2), type (1), name.

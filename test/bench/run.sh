@@ -330,11 +330,11 @@ row "run / exec, bwrap, workspace-write" run-bwrap-ww bwrap-exec-ww 1.10
 row "run / exec, Landlock, read-only" run-landlock landlock-exec 1.10
 row "run / exec, Landlock, workspace-write" run-landlock-ww landlock-exec-ww 1.10
 row "C floor forked and waited for / C floor" supervised-floor landlock-floor
-row "C floor behind run's two forks / C floor (run's floor)" landlock-floor-run landlock-floor
+row "C floor behind run's keeper and runner clones / C floor" landlock-floor-run landlock-floor
 row "the same, workspace-write" landlock-floor-run-ww landlock-floor-ww
 row "exec-only wrapper behind two forks / without (bwrap)" wrapper-floor-run wrapper-floor
 row "the same, workspace-write (bwrap)" wrapper-floor-run-ww wrapper-floor-ww
-row "run, Landlock, read-only / C floor behind two forks" run-landlock landlock-floor-run 1.20  # the nearest honest target (docs/performance.md)
+row "run, Landlock, read-only / C floor behind the same clones" run-landlock landlock-floor-run 1.20  # the nearest honest target (docs/performance.md)
 row "run, Landlock, workspace-write / the same floor (ww)" run-landlock-ww landlock-floor-run-ww
 row "run, Landlock, ww / that floor with a temp area per call" run-landlock-ww landlock-floor-run-ww-temp
 row "run, bwrap, read-only / exec-only wrapper behind two forks" run-bwrap wrapper-floor-run
