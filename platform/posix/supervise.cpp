@@ -139,7 +139,9 @@ std::optional<bool> judge_start(StartProof proof, const std::string& status) {
 }
 
 // The keeper's reports to dsh-confine, one fixed-size record each: the command's pid once it
-// is forked, then its wait status once it is reaped.
+// is started, on a pipe of its own that dsh-confine reads only when it has a signal to forward
+// (so the report does not wake it), then the command's wait status once it and all it left are
+// gone, on the pipe dsh-confine watches.
 struct KeeperReport {
     char kind;  // 'P': pid, 'W': wait status
     int value;
@@ -174,8 +176,8 @@ struct RunnerSetup {
 // dsh-confine's ends, which it closes (-1: none).
 struct KeeperSetup {
     RunnerSetup runner;
-    int alive, report;
-    int others[6];
+    int alive, pidReport, report;
+    int others[7];
 };
 
 // What runs on a stack of its own (the runner's clone, the keeper's) is left out of
@@ -422,7 +424,7 @@ long start_runner(const RunnerSetup& setup) {
     call(SYS_close, keeper.runner.errWrite);
     if (keeper.runner.statusWrite >= 0) call(SYS_close, keeper.runner.statusWrite);
     const KeeperReport started{'P', static_cast<int>(command)};
-    call_with(SYS_write, keeper.report, &started, sizeof started);
+    call_with(SYS_write, keeper.pidReport, &started, sizeof started);
 
     int wait_status = 0;
     bool reaped = call_with(SYS_wait4, command, &wait_status, WNOHANG, nullptr) == command;
@@ -531,7 +533,7 @@ pid_t start_runner(const RunnerSetup& setup) {
     close(keeper.runner.errWrite);
     if (keeper.runner.statusWrite >= 0) close(keeper.runner.statusWrite);
     const KeeperReport started{'P', command};
-    (void)!write(keeper.report, &started, sizeof started);
+    (void)!write(keeper.pidReport, &started, sizeof started);
 
     int wait_status = 0;
     bool reaped = waitpid(command, &wait_status, WNOHANG) == command;
@@ -570,9 +572,10 @@ SupervisedRun supervise(std::vector<std::string> argv, const SuperviseOptions& o
 #else
     const bool direct = false;  // no subreaper to wait for what the runner leaves
 #endif
-    int err_pipe[2] = {-1, -1}, status_pipe[2] = {-1, -1}, alive[2] = {-1, -1}, report[2] = {-1, -1};
+    int err_pipe[2] = {-1, -1}, status_pipe[2] = {-1, -1}, alive[2] = {-1, -1}, report[2] = {-1, -1},
+        pid_report[2] = {-1, -1};
     const auto close_pipes = [&] {
-        for (int* pair : {err_pipe, status_pipe, g_wake, alive, report})
+        for (int* pair : {err_pipe, status_pipe, g_wake, alive, report, pid_report})
             for (int i = 0; i < 2; ++i)
                 if (pair[i] >= 0) close(pair[i]), pair[i] = -1;
     };
@@ -586,7 +589,7 @@ SupervisedRun supervise(std::vector<std::string> argv, const SuperviseOptions& o
         if (!make_pipe(status_pipe)) return pipe_failed();
         argv[static_cast<std::size_t>(options.statusFdSlot)] = std::to_string(status_pipe[1]);
     }
-    if (!direct && (!make_pipe(alive) || !make_pipe(report))) return pipe_failed();
+    if (!direct && (!make_pipe(alive) || !make_pipe(report) || !make_pipe(pid_report))) return pipe_failed();
     std::vector<char*> args;
     args.reserve(argv.size() + 1);
     for (auto& arg : argv) args.push_back(arg.data());
@@ -655,7 +658,11 @@ SupervisedRun supervise(std::vector<std::string> argv, const SuperviseOptions& o
         // Descriptors above 2 that the runner must not inherit are marked here, for the keeper's
         // copy of the table (a runner that closes nothing itself: macOS).
         if (options.closeAllBut) close_on_exec_except(*options.closeAllBut);
-        const KeeperSetup keeper{runner, alive[0], report[1], {alive[1], report[0], err_pipe[0], status_pipe[0], g_wake[0], g_wake[1]}};
+        const KeeperSetup keeper{runner,
+                                 alive[0],
+                                 pid_report[1],
+                                 report[1],
+                                 {alive[1], pid_report[0], report[0], err_pipe[0], status_pipe[0], g_wake[0], g_wake[1]}};
         block_all_signals();
         pid = start_keeper(keeper);
     }
@@ -668,11 +675,11 @@ SupervisedRun supervise(std::vector<std::string> argv, const SuperviseOptions& o
     }
     run.spawned = true;
     // The child's ends (close_pipes closes the rest at the end).
-    for (int* end : {&alive[0], &report[1], &err_pipe[1], &status_pipe[1]})
+    for (int* end : {&alive[0], &pid_report[1], &report[1], &err_pipe[1], &status_pipe[1]})
         if (*end >= 0) close(*end), *end = -1;
 
     // Without a keeper, the runner is the command as far as forwarded signals go; with one,
-    // the keeper reports the command's pid once it is forked (the keeper ignores forwarded
+    // the keeper reports the command's pid once it is started (the keeper ignores forwarded
     // signals), then the command's wait status once it and whatever it left behind are gone.
     pid_t command = direct ? pid : -1;
     std::optional<int> command_status;
@@ -680,8 +687,13 @@ SupervisedRun supervise(std::vector<std::string> argv, const SuperviseOptions& o
     const auto read_keeper = [&] {
         KeeperReport record{};
         if (!read_report(report[0], record)) tree_done = true;
-        else if (record.kind == 'P') command = record.value;
         else if (record.kind == 'W') command_status = record.value, tree_done = true;
+    };
+    // The command's pid, read when a signal is to be forwarded: it comes right after the
+    // runner's start. Without it (the keeper ended first), the keeper, which ignores the signal.
+    const auto read_pid = [&] {
+        KeeperReport record{};
+        command = read_report(pid_report[0], record) && record.kind == 'P' ? record.value : pid;
     };
 
     // Only stderr, the keeper's reports and the wake pipe are watched while the command runs.
@@ -718,7 +730,7 @@ SupervisedRun supervise(std::vector<std::string> argv, const SuperviseOptions& o
             reap_runner();
             const unsigned pending = g_pending.exchange(0);
             if (pending) {
-                while (command < 0 && !tree_done) read_keeper();  // the pid comes first, right after the fork
+                if (command < 0) read_pid();
                 const pid_t target = signal_target(command > 0 ? command : pid, options.commandIsGrandchild);
                 for (int sig : kForwarded)
                     if (pending & (1U << sig)) kill(target, sig);
