@@ -216,8 +216,10 @@ Launch Launch::failed(const char* error_code, const std::string& message, int st
 Launch prepare_launch(const std::vector<std::string>& argv, int status_fd, const std::vector<int>& keep,
                       const char* error_code, const linux_guard::GuardOptions& guard, int ruleset) {
     for (int fd : keep)
-        if (fd < 3 || fcntl(fd, F_GETFD) < 0)
+        if (fd < 3 || fcntl(fd, F_GETFD) < 0) {
+            if (ruleset >= 0) close(ruleset);
             return Launch::failed(error_code, "--keep-fd " + std::to_string(fd) + ": not an open descriptor above 2");
+        }
     Launch launch;
     launch.errorCode_ = error_code;
     launch.ruleset_ = ruleset;

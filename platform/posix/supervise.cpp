@@ -22,6 +22,7 @@
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 
 #include <new>
 
@@ -225,6 +226,20 @@ constexpr bool kClones = true;
 constexpr bool kClones = true;
 #endif
 
+// Before Linux 5.16 a signal that dumps core killed every process sharing the dying one's
+// memory: a clone keeper would die with dsh-confine (or with a runner killed before its
+// execve) and leave the command's tree behind. There both are forks.
+bool clones_here() {
+    if (!kClones) return false;
+    static const bool recent = [] {
+        utsname host{};
+        int major = 0, minor = 0;
+        return uname(&host) == 0 && std::sscanf(host.release, "%d.%d", &major, &minor) == 2 &&
+               (major > 5 || (major == 5 && minor >= 16));
+    }();
+    return recent;
+}
+
 [[noreturn]] void exit_now(int status) noexcept {
     call(SYS_exit_group, status);
     __builtin_unreachable();
@@ -388,11 +403,13 @@ DSH_OWN_STACK int runner_entry(void* start) {
 // of our own code gets a forked copy instead.
 long start_runner(const RunnerSetup& setup) {
     RunnerStart start{&setup, call(SYS_getpid)};
-    if (setup.launch == nullptr || kClones) {
+    if (setup.launch == nullptr || clones_here()) {
         // The clone's stack lies in this frame, which stays put while the clone runs (the
         // caller waits for its execve), and is left uninitialized: the clone touches only the
         // few frames it uses at the top.
         alignas(16) char stack[std::size_t{64} * 1024];
+        // glibc's clone() writes errno only when it fails, and a keeper's start of the runner
+        // failing ends the call anyway (the keeper exits 125 without a report).
         return clone(runner_entry, stack + sizeof stack, CLONE_VM | CLONE_VFORK | SIGCHLD, &start);
     }
     const pid_t child = fork();
@@ -451,22 +468,32 @@ long start_runner(const RunnerSetup& setup) {
 
 DSH_OWN_STACK int keeper_entry(void* setup) { keep(*static_cast<const KeeperSetup*>(setup)); }
 
-// The keeper's mapping: its setup at the start, its stack above. Never unmapped: the keeper may
-// still be making its last system calls when dsh-confine is done.
+// The keeper's mapping: a guard page, its setup, its stack above (it uses about 80 KiB). Never
+// unmapped once the keeper runs: it may still be making its last system calls when dsh-confine
+// is done.
 constexpr std::size_t kKeeperMapping = std::size_t{256} * 1024;
+constexpr std::size_t kGuard = 4096;
 
 // Starts the keeper: a clone sharing this memory (CLONE_VM, with its own descriptor table and
-// signal dispositions), or under AddressSanitizer a fork. Every signal is blocked here first.
+// signal dispositions), or a fork (under AddressSanitizer, or before Linux 5.16). Every signal
+// is blocked here first.
 long start_keeper(const KeeperSetup& setup) {
-    if (!kClones) {
+    if (!clones_here()) {
         const pid_t child = fork();
         if (child == 0) keep(setup);
         return child;
     }
     void* mapping = mmap(nullptr, kKeeperMapping, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
     if (mapping == MAP_FAILED) return -1;
-    auto* copy = new (mapping) KeeperSetup(setup);
-    return clone(keeper_entry, static_cast<char*>(mapping) + kKeeperMapping, CLONE_VM | SIGCHLD, copy);
+    char* base = static_cast<char*>(mapping);
+    if (mprotect(base, kGuard, PROT_NONE) != 0) {
+        munmap(mapping, kKeeperMapping);
+        return -1;
+    }
+    auto* copy = new (base + kGuard) KeeperSetup(setup);
+    const long keeper = clone(keeper_entry, base + kKeeperMapping, CLONE_VM | SIGCHLD, copy);
+    if (keeper < 0) munmap(mapping, kKeeperMapping);
+    return keeper;
 }
 #else
 // Elsewhere (macOS) the keeper and the runner's process are forked copies. There is no
@@ -594,6 +621,18 @@ SupervisedRun supervise(std::vector<std::string> argv, const SuperviseOptions& o
     args.reserve(argv.size() + 1);
     for (auto& arg : argv) args.push_back(arg.data());
     args.push_back(nullptr);
+    // A runner of our own code is prepared here, before any process is started and before the
+    // signals are taken over (a Ctrl-C meanwhile ends this process, as before a call starts):
+    // all that may allocate or fail is done in this process, and the runner's process only
+    // runs the launch. It stays here, untouched, until the keeper's last report.
+    Launch launch;
+    if (options.prepareHere) {
+        try {
+            launch = options.prepareHere(static_cast<int>(argv.size()), args.data());
+        } catch (...) {  // the preparation reports its own failures; this is the last guard
+            launch = [] { return 125; };
+        }
+    }
 
     // Block the forwarded signals and SIGCHLD until the child exists, so none is lost in between.
     sigset_t blocked, previous;
@@ -625,17 +664,6 @@ SupervisedRun supervise(std::vector<std::string> argv, const SuperviseOptions& o
     };
     run.merged = stdout_is_stderr();
     std::fflush(nullptr);  // nothing buffered is written twice by a child that returns to C++
-    // A runner of our own code is prepared here, before any process is started: all that may
-    // allocate or fail is done in this process, and the runner's process only runs the launch.
-    // It stays here, untouched, until the keeper's last report.
-    Launch launch;
-    if (options.prepareHere) {
-        try {
-            launch = options.prepareHere(static_cast<int>(argv.size()), args.data());
-        } catch (...) {  // the preparation reports its own failures; this is the last guard
-            launch = [] { return 125; };
-        }
-    }
     const RunnerSetup runner{args.data(), options.prepareHere ? &launch : nullptr,
                              run.merged,  err_pipe[1],
                              status_pipe[1], saved,

@@ -31,12 +31,13 @@ struct SupervisedRun {
 
 // How the runner is started and what it offers.
 //
-// A runner whose code is this program's own runs in two parts. The preparation runs where the
-// runner's process is started from (the keeper), and may allocate, open files and fail; it
-// returns the launch, which runs in the runner's process and returns only on failure, with the
-// exit status (its message written). On Linux the launch runs in a clone that shares the
-// keeper's memory until its execve, as posix_spawn's child does, so it must make system calls
-// only: no allocation, no lock, no stdio (platform::prepare_plan's launches are such).
+// A runner whose code is this program's own runs in two parts. The preparation runs in this
+// process before any other is started, and may allocate, open files and fail; it returns the
+// launch, which runs in the runner's process and returns only on failure, with the exit status
+// (its message written). On Linux the launch runs in a clone that shares this process's memory
+// until its execve, as posix_spawn's child does, so it must make system calls only, without
+// the C library's wrappers (no errno): no allocation, no lock, no stdio (platform::prepare_plan's
+// launches are such).
 using Launch = std::function<int()>;
 using PrepareHere = std::function<Launch(int argc, char** argv)>;
 struct SuperviseOptions {
