@@ -146,18 +146,12 @@ int supervise_and_report(const Planned& planned, const std::vector<std::string>&
     options.commandIsGrandchild = proof.commandIsGrandchild;
     options.closeAllBut = proof.closeInherited ? &planned.confinedPolicy->keepFds : nullptr;
     if (proof.runnerIsSelf)
-        // Runs here, before any process is started; whatever it throws becomes the runner's
-        // failure, reported by the runner's process as an exec'd runner would report it.
-        options.prepareHere = [&](int argc, char** runner_argv) -> posix::Launch {
-            try {
-                ConfinedArgv confined = *planned.plan.confined;
-                confined.argv.assign(runner_argv, runner_argv + argc);
-                return platform::prepare_plan(confined, *planned.confinedPolicy, argv, planned.resolved.config);
-            } catch (const Error& e) {
-                return platform::failed_launch(e.code(), e.what());
-            } catch (const std::exception& e) {
-                return platform::failed_launch(code::Internal, e.what());
-            }
+        // Runs here, before any process is started (platform::prepare_plan turns a failure into
+        // the runner's own report).
+        options.prepareHere = [&](int argc, char** runner_argv) {
+            ConfinedArgv confined = *planned.plan.confined;
+            confined.argv.assign(runner_argv, runner_argv + argc);
+            return platform::prepare_plan(confined, *planned.confinedPolicy, argv, planned.resolved.config);
         };
     options.runnerEndsTree = proof.runnerEndsTree;
     const posix::SupervisedRun outcome =

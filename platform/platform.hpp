@@ -39,16 +39,13 @@ int exec_plan(const ConfinedArgv& confined, const SandboxPolicy& policy, const s
               const Config& config);
 
 // What exec_plan does, in the two parts `run` starts a runner of its own code with
-// (posix::PrepareHere): all that may allocate or fail is done here, and the launch returned
-// replaces its process with the confined command. On Linux the launch makes system calls only
-// (it runs in a clone that shares this process's memory); it serves the backends whose
-// runner is this program (StartProofPlan::runnerIsSelf).
+// (posix::PrepareHere), for the backends whose runner is this program
+// (StartProofPlan::runnerIsSelf: Landlock). All that may allocate or fail is done here; a
+// failure becomes a launch that reports it (`dsh-confine: error: CODE: message`, 125), as an
+// exec'd runner would. The launch returned replaces its process with the confined command and
+// makes system calls only (it runs in a clone that shares this process's memory).
 posix::Launch prepare_plan(const ConfinedArgv& confined, const SandboxPolicy& policy,
                            const std::vector<std::string>& argv, const Config& config);
-
-// The launch of a preparation that failed: it writes `dsh-confine: error: CODE: message` and
-// returns 125 (made of system calls only, as prepare_plan's launches are).
-posix::Launch failed_launch(const std::string& code, const std::string& message);
 
 // Adds the runner's proof-of-start option to a confined argv where the backend has one.
 struct StartProofPlan {

@@ -72,15 +72,20 @@ int exec_plan(const ConfinedArgv& confined, const SandboxPolicy& policy, const s
 
 posix::Launch prepare_plan(const ConfinedArgv& confined, const SandboxPolicy& policy, const std::vector<std::string>& argv,
                            const Config& config) {
-    if (confined.backend != "landlock")
-        throw Error(code::Internal, "the " + confined.backend + " backend's runner is not this program");
-    auto launch = std::make_shared<const linux_runner::Launch>(
-        landlock::prepare_confined(landlock_args(confined, policy, config), argv));
-    return [launch] { return launch->run(); };
-}
-
-posix::Launch failed_launch(const std::string& code, const std::string& message) {
-    auto launch = std::make_shared<const linux_runner::Launch>(linux_runner::Launch::failed(code.c_str(), message));
+    // Whatever the preparation throws becomes the runner's failure, reported by the runner's
+    // process as an exec'd runner would report it.
+    const auto prepared = [&] {
+        try {
+            if (confined.backend != "landlock")
+                throw Error(code::Internal, "the " + confined.backend + " backend's runner is not this program");
+            return landlock::prepare_confined(landlock_args(confined, policy, config), argv);
+        } catch (const Error& e) {
+            return linux_runner::Launch::failed(e.code().c_str(), e.what());
+        } catch (const std::exception& e) {
+            return linux_runner::Launch::failed(code::Internal, e.what());
+        }
+    };
+    auto launch = std::make_shared<const linux_runner::Launch>(prepared());
     return [launch] { return launch->run(); };
 }
 

@@ -6,6 +6,8 @@
 // failure. Nothing else is touched: no TLS, no memory but what the arguments point to.
 #pragma once
 
+#include <cstring>
+
 #include <sys/syscall.h>
 
 namespace dsh::linux_sys {
@@ -40,6 +42,35 @@ inline long call(long number, long a = 0, long b = 0, long c = 0, long d = 0, lo
 template <typename... Args>
 long call_with(long number, Args... args) noexcept {
     return call(number, ((long)(args))...);
+}
+
+// Calls visit(name) for each entry of the open directory `dir`, read with getdents64 into a
+// buffer on the stack, until visit returns false: 0 at the end, or -errno.
+template <typename Visit>
+long for_each_entry(long dir, Visit&& visit) noexcept {
+    alignas(8) char entries[2048] = {};  // filled by getdents64 (zeroed for the analyzer)
+    for (;;) {
+        const long got = call_with(SYS_getdents64, dir, entries, sizeof entries);
+        if (got <= 0) return got;
+        for (long offset = 0; offset < got;) {
+            // struct linux_dirent64: ino (8), off (8), reclen (2), type (1), name.
+            unsigned short length = 0;
+            std::memcpy(&length, entries + offset + 16, sizeof length);
+            if (!visit(static_cast<const char*>(entries + offset + 19))) return 0;
+            offset += length;
+        }
+    }
+}
+
+// The number `text` is, all decimal digits (a pid, a descriptor); -1 for anything else.
+inline long whole_number(const char* text) noexcept {
+    long value = 0;
+    if (*text == '\0') return -1;
+    for (; *text != '\0'; ++text) {
+        if (*text < '0' || *text > '9') return -1;
+        value = value * 10 + (*text - '0');
+    }
+    return value;
 }
 
 }  // namespace dsh::linux_sys

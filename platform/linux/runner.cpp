@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <string>
@@ -11,7 +10,6 @@
 #include <sys/stat.h>
 #include <sys/uio.h>
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <linux/seccomp.h>
@@ -140,12 +138,17 @@ int step_failed(const char* code, const char* what, long result) noexcept {
 
 long prctl_raw(long option, long a = 0) noexcept { return call_with(SYS_prctl, option, a, 0, 0, 0); }
 
+// This process's capability sets: 0, or -errno.
+long capabilities(__user_cap_data_struct (&data)[2]) noexcept {
+    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+    return call_with(SYS_capget, &header, data);
+}
+
 // Every capability dropped: 0, or -errno with the step that failed in `what`.
 long drop_capabilities(const char*& what) noexcept {
-    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
     __user_cap_data_struct data[2] = {};
     what = "capget";
-    if (const long got = call_with(SYS_capget, &header, data); got != 0) return got;
+    if (const long got = capabilities(data); got != 0) return got;
     const bool any = data[0].permitted || data[1].permitted || data[0].effective || data[1].effective;
     prctl_raw(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL);
     if (any) {
@@ -162,7 +165,7 @@ long drop_capabilities(const char*& what) noexcept {
             return dropped;
         }
     }
-    header = {_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
     __user_cap_data_struct none[2] = {};
     what = "capset";
     return call_with(SYS_capset, &header, none);
@@ -175,30 +178,13 @@ long pass_only(const std::vector<int>& keep) noexcept {
     if (call_with(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
         const long dir = call_with(SYS_openat, AT_FDCWD, "/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dir < 0) return dir;
-        alignas(8) char buffer[2048] = {};  // filled by getdents64 (zeroed for the analyzer)
-        for (;;) {
-            const long got = call_with(SYS_getdents64, dir, buffer, sizeof buffer);
-            if (got < 0) {
-                call_with(SYS_close, dir);
-                return got;
-            }
-            if (got == 0) break;
-            for (long at = 0; at < got;) {
-                // struct linux_dirent64: ino (8), off (8), reclen (2), type (1), name.
-                unsigned short length = 0;
-                std::memcpy(&length, buffer + at + 16, sizeof length);
-                const char* name = buffer + at + 19;
-                long fd = 0;
-                bool number = *name != '\0';
-                for (const char* c = name; *c != '\0'; ++c) {
-                    if (*c < '0' || *c > '9') number = false;
-                    fd = fd * 10 + (*c - '0');
-                }
-                if (number && fd > 2 && fd != dir) call_with(SYS_fcntl, fd, F_SETFD, FD_CLOEXEC);
-                at += length;
-            }
-        }
+        const long listed = linux_sys::for_each_entry(dir, [dir](const char* name) {
+            const long fd = linux_sys::whole_number(name);
+            if (fd > 2 && fd != dir) call_with(SYS_fcntl, fd, F_SETFD, FD_CLOEXEC);
+            return true;
+        });
         call_with(SYS_close, dir);
+        if (listed < 0) return listed;
     }
     for (int fd : keep) call_with(SYS_fcntl, fd, F_SETFD, 0);
     return 0;
@@ -232,7 +218,6 @@ Launch prepare_launch(const std::vector<std::string>& argv, int status_fd, const
     launch.argv_.push_back(nullptr);
     launch.args_ = std::move(args);
     launch.statusFd_ = status_fd;
-    launch.statusKept_ = std::find(keep.begin(), keep.end(), status_fd) != keep.end();
     launch.keep_ = keep;
     return launch;
 }
@@ -259,8 +244,11 @@ int Launch::run() const noexcept {
         return 127;
     }
     if (const long passed = pass_only(keep_); passed != 0) return step_failed(errorCode_, "/proc/self/fd", passed);
-    if (statusFd_ >= 0 && !statusKept_) call_with(SYS_fcntl, statusFd_, F_SETFD, FD_CLOEXEC);  // closed by a successful execve
-    if (statusFd_ >= 0) call_with(SYS_write, statusFd_, "S", 1);
+    if (statusFd_ >= 0) {
+        // Closed by a successful execve, unless the caller passes it on to the command.
+        if (std::find(keep_.begin(), keep_.end(), statusFd_) == keep_.end()) call_with(SYS_fcntl, statusFd_, F_SETFD, FD_CLOEXEC);
+        call_with(SYS_write, statusFd_, "S", 1);
+    }
     const long error = -call_with(SYS_execve, program_.c_str(), argv_.data(), environ);
     if (statusFd_ >= 0) call_with(SYS_write, statusFd_, "F", 1);
     say({"dsh-confine: error: COMMAND_NOT_EXECUTABLE: ", argv_.front(), ": ", error_text(error), "\n"});
@@ -269,9 +257,7 @@ int Launch::run() const noexcept {
 
 bool has_sys_admin() {
     __user_cap_data_struct data[2] = {};
-    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
-    return call_with(SYS_capget, &header, data) == 0 &&
-           (data[CAP_SYS_ADMIN / 32].effective & (1U << (CAP_SYS_ADMIN % 32))) != 0;
+    return capabilities(data) == 0 && (data[CAP_SYS_ADMIN / 32].effective & (1U << (CAP_SYS_ADMIN % 32))) != 0;
 }
 
 }  // namespace dsh::linux_runner

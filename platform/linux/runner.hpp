@@ -34,11 +34,11 @@ bool has_sys_admin();
 // (close_range, or the list in /proc/self/fd where it is missing: the same cost whatever
 // RLIMIT_NOFILE is); 'S' on the proof's descriptor just before execve, 'F' if it failed.
 //
-// The two parts: prepare_launch() does everything that may allocate
-// or fail with a message of its own: the PATH lookup, the seccomp program, the check of each
-// kept descriptor, the argv array, every message's text. Launch::run() then makes system calls
-// only (no allocation, no lock, no stdio, nothing written to memory it shares): so it may run
-// in a clone that shares the preparing process's memory until its execve, as posix_spawn's
+// The two parts: prepare_launch() does everything that may allocate or fail with a message of
+// its own: the PATH lookup, the seccomp program, the check of each kept descriptor, the argv
+// array, every message's text. Launch::run() then makes system calls only, without the C
+// library's wrappers (raw_syscall.hpp: no errno, no allocation, no lock, no stdio): so it may
+// run in a clone that shares the preparing process's memory until its execve, as posix_spawn's
 // child does, which spares `run` under Landlock a copy of dsh-confine's address space.
 class Launch {
 public:
@@ -63,7 +63,6 @@ private:
     std::shared_ptr<const std::vector<std::string>> args_;  // what argv_ points into
     std::vector<char*> argv_;
     int statusFd_ = -1;
-    bool statusKept_ = false;  // the caller passes the proof's descriptor on to the command
     std::vector<int> keep_;
 };
 

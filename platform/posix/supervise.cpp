@@ -22,10 +22,10 @@
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
-#include <sys/utsname.h>
 
 #include <new>
 
+#include "../linux/host.hpp"
 #include "../linux/raw_syscall.hpp"
 #endif
 
@@ -84,17 +84,12 @@ void drain(int fd) {
 }
 
 #if defined(__linux__)
-// The first child the kernel lists for `pid` (CONFIG_PROC_CHILDREN), or 0.
+int children_of(long parent, long* into, int most) noexcept;
+
+// The first child the kernel lists for `pid`, or 0.
 pid_t first_child(pid_t pid) {
-    char path[64];
-    std::snprintf(path, sizeof path, "/proc/%ld/task/%ld/children", static_cast<long>(pid), static_cast<long>(pid));
-    FILE* file = std::fopen(path, "r");
     long child = 0;
-    if (file) {
-        if (std::fscanf(file, "%ld", &child) != 1) child = 0;
-        std::fclose(file);
-    }
-    return child > 0 ? static_cast<pid_t>(child) : 0;
+    return children_of(pid, &child, 1) == 1 ? static_cast<pid_t>(child) : 0;
 }
 #endif
 
@@ -232,9 +227,8 @@ constexpr bool kClones = true;
 bool clones_here() {
     if (!kClones) return false;
     static const bool recent = [] {
-        utsname host{};
         int major = 0, minor = 0;
-        return uname(&host) == 0 && std::sscanf(host.release, "%d.%d", &major, &minor) == 2 &&
+        return std::sscanf(linux_host::kernel_release().c_str(), "%d.%d", &major, &minor) == 2 &&
                (major > 5 || (major == 5 && minor >= 16));
     }();
     return recent;
@@ -297,41 +291,34 @@ int numbers_in(const char* text, long* into, int most) noexcept {
     }
 }
 
-// This process's children as the kernel lists them (/proc/PID/task/PID/children, with
-// CONFIG_PROC_CHILDREN), or without that list every process whose parent /proc/N/stat names as
-// this one. Up to `most`; the caller's rounds find the rest.
-int children_of(long self, long* into, int most) noexcept {
+// The children of `parent` (a single-threaded process) as the kernel lists them
+// (/proc/PID/task/PID/children, with CONFIG_PROC_CHILDREN), or without that list every process
+// whose parent /proc/N/stat names as it. Up to `most`; kill_leftovers' rounds find the rest.
+int children_of(long parent, long* into, int most) noexcept {
     char path[64] = "/proc/";
-    char* at = put_number(path + 6, self);
+    char* at = put_number(path + 6, parent);
     std::memcpy(at, "/task/", 6);
-    at = put_number(at + 6, self);
+    at = put_number(at + 6, parent);
     std::memcpy(at, "/children", 10);
     char text[4096];
     if (read_small(path, text, sizeof text) >= 0) return numbers_in(text, into, most);
     int count = 0;
     const long proc = call_with(SYS_openat, AT_FDCWD, "/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (proc < 0) return 0;
-    alignas(8) char entries[4096] = {};  // filled by getdents64 (zeroed for the analyzer)
-    for (long got = 0; count < most && (got = call_with(SYS_getdents64, proc, entries, sizeof entries)) > 0;) {
-        for (long offset = 0; offset < got && count < most;) {
-            // struct linux_dirent64: ino (8), off (8), reclen (2), type (1), name.
-            unsigned short length = 0;
-            std::memcpy(&length, entries + offset + 16, sizeof length);
-            const char* name = entries + offset + 19;
-            offset += length;
-            long candidate = 0;
-            if (numbers_in(name, &candidate, 1) != 1 || *name < '1' || *name > '9') continue;
-            at = put_number(path + 6, candidate);
-            std::memcpy(at, "/stat", 6);
-            // "PID (COMM) STATE PPID ...": the parent follows the last ')' and the state.
-            if (read_small(path, text, 512) < 0) continue;
-            const char* close_paren = std::strrchr(text, ')');
-            long parent = 0;
-            if (close_paren != nullptr && close_paren[1] == ' ' && close_paren[2] != '\0' &&
-                numbers_in(close_paren + 3, &parent, 1) == 1 && parent == self)
-                into[count++] = candidate;
-        }
-    }
+    linux_sys::for_each_entry(proc, [&](const char* name) {
+        const long candidate = linux_sys::whole_number(name);
+        if (candidate <= 0) return true;
+        at = put_number(path + 6, candidate);
+        std::memcpy(at, "/stat", 6);
+        // "PID (COMM) STATE PPID ...": the parent follows the last ')' and the state.
+        if (read_small(path, text, 512) < 0) return true;
+        const char* close_paren = std::strrchr(text, ')');
+        long found_parent = 0;
+        if (close_paren != nullptr && close_paren[1] == ' ' && close_paren[2] != '\0' &&
+            numbers_in(close_paren + 3, &found_parent, 1) == 1 && found_parent == parent)
+            into[count++] = candidate;
+        return count < most;
+    });
     call_with(SYS_close, proc);
     return count;
 }

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "../platform.hpp"
+#include "../../lib/error.hpp"
 #include "../posix/process.hpp"
 #include "restricted_token.hpp"
 #include "win32.hpp"
@@ -42,18 +43,10 @@ int exec_plan(const ConfinedArgv& confined, const SandboxPolicy& /*policy*/, con
     return 125;
 }
 
-// No backend here has this program as its runner, and supervise forks (no clone) where one
-// would: the launch may do all exec_plan does.
-posix::Launch prepare_plan(const ConfinedArgv& confined, const SandboxPolicy& policy, const std::vector<std::string>& argv,
-                           const Config& config) {
-    return [=] { return exec_plan(confined, policy, argv, config); };
-}
-
-posix::Launch failed_launch(const std::string& code, const std::string& message) {
-    return [line = "dsh-confine: error: " + code + ": " + message + "\n"] {
-        std::fputs(line.c_str(), stderr);
-        return 125;
-    };
+// No backend here has this program as its runner (StartProofPlan::runnerIsSelf is never set).
+posix::Launch prepare_plan(const ConfinedArgv& confined, const SandboxPolicy& /*policy*/,
+                           const std::vector<std::string>& /*argv*/, const Config& /*config*/) {
+    throw Error(code::Internal, "the " + confined.backend + " backend's runner is not this program");
 }
 
 // The runner offers no proof of start (attribution relies on its dialect), and it makes and
