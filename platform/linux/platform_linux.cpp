@@ -1,4 +1,5 @@
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 
@@ -64,6 +65,12 @@ int exec_plan(const ConfinedArgv& confined, const SandboxPolicy& policy, const s
               const Config& config) {
     std::fflush(stdout);
     if (confined.backend == "landlock") return landlock::exec_confined(landlock_args(confined, policy, config), argv);
+    // bubblewrap waits for its children and hangs when they are reaped unseen: a SIGCHLD the
+    // caller ignored (which survives execve) is the default for it, and for the command under it.
+    struct sigaction fallback {};
+    fallback.sa_handler = SIG_DFL;
+    sigemptyset(&fallback.sa_mask);
+    sigaction(SIGCHLD, &fallback, nullptr);
     posix::exec_argv(confined.argv.front(), confined.argv);
     std::fprintf(stderr, "dsh-confine: error: RUNNER_EXEC: cannot execute %s: %s\n", confined.argv.front().c_str(),
                  std::strerror(errno));

@@ -35,21 +35,28 @@
 namespace dsh::posix {
 namespace {
 
+constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
+constexpr std::size_t kForwardedCount = sizeof kForwarded / sizeof kForwarded[0];
+
+// The caller's signal state, which the command gets: its mask, and the dispositions dsh-confine
+// changes while it watches (SIGPIPE, and SIGCHLD where the caller ignored it).
+struct CallerSignals {
+    sigset_t mask;
+    struct sigaction pipe, chld;
+#if !defined(__linux__)
+    struct sigaction forwarded[kForwardedCount];
+#endif
+};
+
+#if !defined(__linux__)
 std::atomic<unsigned> g_pending{0};
 int g_wake[2] = {-1, -1};
 
-constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
-
 // Whether a process sent the signal (kill, sigqueue), rather than the terminal or the kernel.
+// What kill(2) puts in si_code has varied on macOS; a sender's pid is there either way, and a
+// signal the terminal raised has none.
 bool sent_by_a_process(const siginfo_t* info) {
-    if (info == nullptr) return true;
-#if defined(SI_KERNEL)
-    return info->si_code != SI_KERNEL;
-#else
-    // Elsewhere (macOS) what kill(2) puts in si_code has varied; a sender's pid is there either
-    // way, and a signal the terminal raised has none.
-    return info->si_pid != 0 || info->si_code == SI_USER || info->si_code == SI_QUEUE;
-#endif
+    return info == nullptr || info->si_pid != 0 || info->si_code == SI_USER || info->si_code == SI_QUEUE;
 }
 
 // A signal some process sent us is noted here and forwarded by the main loop, which knows
@@ -62,6 +69,7 @@ void note_signal(int sig, siginfo_t* info, void*) {
     if (g_wake[1] >= 0) (void)!write(g_wake[1], "s", 1);
     errno = saved;
 }
+#endif
 
 // Appends what `fd` holds now, without waiting for more; false once it reached its end.
 bool read_available(int fd, std::string& into) {
@@ -77,11 +85,13 @@ bool read_available(int fd, std::string& into) {
     }
 }
 
+#if !defined(__linux__)
 void drain(int fd) {
     char buffer[256];
     while (read(fd, buffer, sizeof buffer) > 0) {
     }
 }
+#endif
 
 #if defined(__linux__)
 int children_of(long parent, long* into, int most) noexcept;
@@ -162,10 +172,7 @@ struct RunnerSetup {
     const Launch* launch;  // the runner's own code, prepared (null: exec args)
     bool merge;  // stdout is stderr: both go to the stderr pipe
     int errWrite, statusWrite;
-    const struct sigaction* saved;  // the caller's actions for kForwarded, in order
-    const struct sigaction* savedChld;
-    const struct sigaction* savedPipe;
-    const sigset_t* previous;  // the caller's mask
+    const CallerSignals* caller;
 };
 
 // What the keeper is given: the runner's setup, its own ends of the pipes to dsh-confine, and
@@ -185,18 +192,152 @@ struct KeeperSetup {
 #define DSH_OWN_STACK
 #endif
 
+#if !defined(__linux__)
 // SIGCHLD open whatever the caller's mask had: the waits depend on it.
 void open_sigchld(const sigset_t& previous) {
     sigset_t waiting = previous;
     sigdelset(&waiting, SIGCHLD);
     sigprocmask(SIG_SETMASK, &waiting, nullptr);
 }
+#endif
 
 void block_all_signals() {
     sigset_t all;
     sigfillset(&all);
     sigprocmask(SIG_SETMASK, &all, nullptr);
 }
+
+// How dsh-confine watches the signals while the command runs. It forwards those a process sent
+// it to the command; one the terminal raised has already reached the command, which shares its
+// process group, and is not sent twice. It is woken when a child may have ended. SIGPIPE is
+// ignored (a reader of its stderr that goes away must not kill it). Every signal is blocked
+// while a child is started (hold, release), so none reaches the child before it has set its own.
+#if defined(__linux__)
+// On Linux the watched signals stay blocked and are read from a signalfd. No handler is
+// installed, so no disposition of the caller's changes but SIGPIPE's and an ignored SIGCHLD's
+// (the default while dsh-confine waits for its children): the keeper and the runner's process
+// inherit the caller's dispositions as they are and have next to nothing to reset. A forwarded
+// signal the caller blocked is not watched: it waits, as it waited before.
+class SignalWatch {
+public:
+    // Takes the signals over (SIGCHLD too when `children`: without a keeper, dsh-confine waits
+    // for the runner itself); false, errno set, if it cannot.
+    bool start(bool children) {
+        sigset_t blocked;
+        sigemptyset(&blocked);
+        for (int sig : kForwarded) sigaddset(&blocked, sig);
+        if (children) sigaddset(&blocked, SIGCHLD);
+        sigprocmask(SIG_BLOCK, &blocked, &caller_.mask);
+        held_ = caller_.mask;
+        sigset_t watched;
+        sigemptyset(&watched);
+        for (int sig : kForwarded) {
+            sigaddset(&held_, sig);
+            if (!sigismember(&caller_.mask, sig)) sigaddset(&watched, sig);
+        }
+        if (children) sigaddset(&held_, SIGCHLD), sigaddset(&watched, SIGCHLD);
+        fd_ = signalfd(-1, &watched, SFD_CLOEXEC | SFD_NONBLOCK);
+        if (fd_ < 0) {
+            const int error = errno;
+            sigprocmask(SIG_SETMASK, &caller_.mask, nullptr);
+            errno = error;
+            return false;
+        }
+        struct sigaction ignore {};
+        ignore.sa_handler = SIG_IGN;
+        sigemptyset(&ignore.sa_mask);
+        sigaction(SIGPIPE, &ignore, &caller_.pipe);
+        sigaction(SIGCHLD, nullptr, &caller_.chld);
+        if (caller_.chld.sa_handler == SIG_IGN) {
+            struct sigaction fallback {};
+            fallback.sa_handler = SIG_DFL;
+            sigemptyset(&fallback.sa_mask);
+            sigaction(SIGCHLD, &fallback, nullptr);
+        }
+        return true;
+    }
+    const CallerSignals& caller() const { return caller_; }
+    void hold() const { block_all_signals(); }
+    void release() const { sigprocmask(SIG_SETMASK, &held_, nullptr); }
+    int fd() const { return fd_; }
+    int other_fd() const { return -1; }
+    // What arrived since: the forwarded signals a process sent (bit N: signal N), and `child` set
+    // when a child may have ended.
+    unsigned take(bool& child) const {
+        unsigned pending = 0;
+        signalfd_siginfo info[8];
+        ssize_t n = 0;
+        while ((n = read(fd_, info, sizeof info)) > 0)
+            for (std::size_t i = 0; i < static_cast<std::size_t>(n) / sizeof info[0]; ++i) {
+                if (info[i].ssi_signo == SIGCHLD) child = true;
+                else if (info[i].ssi_code != SI_KERNEL) pending |= 1U << info[i].ssi_signo;
+            }
+        return pending;
+    }
+    // The caller's state back. What arrived and was not forwarded is dropped, as a handler
+    // would have dropped it; SIGPIPE stays ignored (what the caller does next, the report and
+    // its last stderr line, must not die of a reader that went away either).
+    void stop() {
+        bool child = false;
+        (void)take(child);
+        sigprocmask(SIG_SETMASK, &caller_.mask, nullptr);
+        if (caller_.chld.sa_handler == SIG_IGN) sigaction(SIGCHLD, &caller_.chld, nullptr);
+        close(fd_);
+        fd_ = -1;
+    }
+
+private:
+    CallerSignals caller_{};
+    sigset_t held_{};  // the mask while dsh-confine watches
+    int fd_ = -1;
+};
+#else
+// Elsewhere (macOS) a handler notes each watched signal and wakes the loop through a pipe.
+class SignalWatch {
+public:
+    bool start(bool /*children*/) {
+        if (!make_pipe(g_wake, true)) return false;
+        sigset_t blocked;
+        sigemptyset(&blocked);
+        for (int sig : kForwarded) sigaddset(&blocked, sig);
+        sigaddset(&blocked, SIGCHLD);
+        sigprocmask(SIG_BLOCK, &blocked, &caller_.mask);
+        struct sigaction action {};
+        action.sa_sigaction = note_signal;
+        action.sa_flags = SA_SIGINFO | SA_RESTART;
+        sigemptyset(&action.sa_mask);
+        for (std::size_t i = 0; i < kForwardedCount; ++i) sigaction(kForwarded[i], &action, &caller_.forwarded[i]);
+        struct sigaction chld = action;
+        chld.sa_flags |= SA_NOCLDSTOP;
+        sigaction(SIGCHLD, &chld, &caller_.chld);
+        struct sigaction ignore {};
+        ignore.sa_handler = SIG_IGN;
+        sigemptyset(&ignore.sa_mask);
+        sigaction(SIGPIPE, &ignore, &caller_.pipe);
+        return true;
+    }
+    const CallerSignals& caller() const { return caller_; }
+    void hold() const { block_all_signals(); }
+    void release() const { open_sigchld(caller_.mask); }  // SIGCHLD open until the end
+    int fd() const { return g_wake[0]; }
+    int other_fd() const { return g_wake[1]; }
+    unsigned take(bool& child) const {
+        drain(g_wake[0]);
+        child = true;
+        return g_pending.exchange(0);
+    }
+    void stop() {
+        for (std::size_t i = 0; i < kForwardedCount; ++i) sigaction(kForwarded[i], &caller_.forwarded[i], nullptr);
+        sigaction(SIGCHLD, &caller_.chld, nullptr);
+        sigprocmask(SIG_SETMASK, &caller_.mask, nullptr);
+        for (int& end : g_wake)
+            if (end >= 0) close(end), end = -1;
+    }
+
+private:
+    CallerSignals caller_{};
+};
+#endif
 
 #if defined(__linux__)
 // On Linux the keeper and the runner's process run beside dsh-confine in its own memory, so
@@ -349,17 +490,20 @@ void kill_leftovers() noexcept {
 }
 
 // The runner's process: resets what it inherited and becomes the runner. It dies with its
-// parent (parent-death signal), which it checks is still the one that started it. Each signal
-// gets the caller's disposition as the command will find it after execve (a handler becomes
-// the default there, an ignored signal stays ignored), and the caller's mask.
+// parent (parent-death signal), which it checks is still the one that started it. It gets the
+// caller's dispositions and mask back: dsh-confine installs no handler (it reads the signals
+// it watches from a signalfd), so every disposition it did not change is the caller's, the
+// default or ignored, as the command finds it after execve. Only SIGPIPE (ignored while
+// dsh-confine watches) and a SIGCHLD the caller ignored (the default while it watches) are set.
 [[noreturn]] DSH_OWN_STACK void become_runner(const RunnerSetup& setup, long parent) noexcept {
     call_with(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
     if (call(SYS_getppid) != parent) exit_now(125);
-    for (std::size_t i = 0; i < sizeof kForwarded / sizeof kForwarded[0]; ++i)
-        set_disposition(kForwarded[i], setup.saved[i].sa_handler == SIG_IGN);
-    set_disposition(SIGCHLD, setup.savedChld->sa_handler == SIG_IGN);
-    set_disposition(SIGPIPE, setup.savedPipe->sa_handler == SIG_IGN);  // an ignored SIGPIPE would survive the execve
-    call_with(SYS_rt_sigprocmask, SIG_SETMASK, setup.previous, nullptr, 8);  // the caller's mask as it was
+    if (setup.caller->pipe.sa_handler != SIG_IGN) set_disposition(SIGPIPE, false);  // an ignored SIGPIPE would survive the execve
+    // An ignored SIGCHLD goes back only where the runner's own code execs the command: a runner
+    // that is another program (bubblewrap) waits for its children and hangs if they are reaped
+    // unseen, so under it the command gets the default.
+    if (setup.launch != nullptr && setup.caller->chld.sa_handler == SIG_IGN) set_disposition(SIGCHLD, true);
+    call_with(SYS_rt_sigprocmask, SIG_SETMASK, &setup.caller->mask, nullptr, 8);  // the caller's mask as it was
     call_with(SYS_dup3, setup.errWrite, 2, 0);
     if (setup.merge) call_with(SYS_dup3, setup.errWrite, 1, 0);
     if (setup.statusWrite >= 0) call_with(SYS_fcntl, setup.statusWrite, F_SETFD, 0);  // inherited by the runner only
@@ -408,24 +552,24 @@ long start_runner(const RunnerSetup& setup) {
 // so whatever the command leaves behind is reparented to it, and it outlives dsh-confine: when
 // dsh-confine dies, even of SIGKILL, the `alive` pipe reads end-of-file and the keeper kills the
 // whole tree before it exits. (The runner also dies with the keeper, by its parent-death
-// signal.) It ignores the signals dsh-confine forwards, which are for the command. Every signal
-// stays blocked in it, as dsh-confine blocked them before starting it; SIGCHLD is read from a
-// signalfd. It is a clone that shares dsh-confine's memory (not its descriptors nor its signal
+// signal.) Every signal stays blocked in it, as dsh-confine blocked them before starting it:
+// those dsh-confine forwards, which are for the command, never reach it, and SIGCHLD is read
+// from a signalfd. It has dsh-confine's dispositions: SIGPIPE ignored (dsh-confine gone, the
+// reports fail and the keeper goes on), SIGCHLD not (an ignored SIGCHLD would reap the command
+// unseen). It keeps its copy of the stderr pipe's writing end until its last report, so that
+// dsh-confine is woken once at the end, by the report, and not first by the end of stderr. It
+// is a clone that shares dsh-confine's memory (not its descriptors nor its signal
 // dispositions), on a stack of its own, or under AddressSanitizer a forked copy.
 [[noreturn]] DSH_OWN_STACK void keep(const KeeperSetup& keeper) noexcept {
     for (int fd : keeper.others)
         if (fd >= 0) call(SYS_close, fd);
     call_with(SYS_prctl, PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-    for (int sig : kForwarded) set_disposition(sig, sig != SIGWINCH);  // SIGWINCH: ignored by default
-    set_disposition(SIGCHLD, false);  // the default: an ignored SIGCHLD would reap the command unseen
-    set_disposition(SIGPIPE, true);   // dsh-confine gone: the reports fail, the keeper goes on
     const unsigned long chld = 1UL << (SIGCHLD - 1);
     const long wake = call_with(SYS_signalfd4, -1, &chld, sizeof chld, SFD_CLOEXEC | SFD_NONBLOCK);
     if (wake < 0) exit_now(125);
 
     const long command = start_runner(keeper.runner);
     if (command < 0) exit_now(125);
-    call(SYS_close, keeper.runner.errWrite);
     if (keeper.runner.statusWrite >= 0) call(SYS_close, keeper.runner.statusWrite);
     const KeeperReport started{'P', static_cast<int>(command)};
     call_with(SYS_write, keeper.pidReport, &started, sizeof started);
@@ -496,10 +640,10 @@ void kill_leftovers() {
     if (getppid() != parent) _exit(125);
     close(g_wake[0]);
     close(g_wake[1]);
-    for (std::size_t i = 0; i < sizeof kForwarded / sizeof kForwarded[0]; ++i) sigaction(kForwarded[i], &setup.saved[i], nullptr);
-    sigaction(SIGCHLD, setup.savedChld, nullptr);
-    sigaction(SIGPIPE, setup.savedPipe, nullptr);  // an ignored SIGPIPE would survive the execve
-    sigprocmask(SIG_SETMASK, setup.previous, nullptr);  // the runner gets the caller's mask as it was
+    for (std::size_t i = 0; i < kForwardedCount; ++i) sigaction(kForwarded[i], &setup.caller->forwarded[i], nullptr);
+    sigaction(SIGCHLD, &setup.caller->chld, nullptr);
+    sigaction(SIGPIPE, &setup.caller->pipe, nullptr);  // an ignored SIGPIPE would survive the execve
+    sigprocmask(SIG_SETMASK, &setup.caller->mask, nullptr);  // the runner gets the caller's mask as it was
     dup2(setup.errWrite, 2);
     if (setup.merge) dup2(setup.errWrite, 1);
     if (setup.statusWrite >= 0) fcntl(setup.statusWrite, F_SETFD, 0);  // inherited by the runner only
@@ -542,7 +686,7 @@ pid_t start_runner(const RunnerSetup& setup) {
         if (sig != SIGWINCH) sigaction(sig, &ignore, nullptr);
 
     const pid_t command = start_runner(keeper.runner);
-    open_sigchld(*keeper.runner.previous);
+    open_sigchld(keeper.runner.caller->mask);
     if (command < 0) _exit(125);
     close(keeper.runner.errWrite);
     if (keeper.runner.statusWrite >= 0) close(keeper.runner.statusWrite);
@@ -589,7 +733,7 @@ SupervisedRun supervise(std::vector<std::string> argv, const SuperviseOptions& o
     int err_pipe[2] = {-1, -1}, status_pipe[2] = {-1, -1}, alive[2] = {-1, -1}, report[2] = {-1, -1},
         pid_report[2] = {-1, -1};
     const auto close_pipes = [&] {
-        for (int* pair : {err_pipe, status_pipe, g_wake, alive, report, pid_report})
+        for (int* pair : {err_pipe, status_pipe, alive, report, pid_report})
             for (int i = 0; i < 2; ++i)
                 if (pair[i] >= 0) close(pair[i]), pair[i] = -1;
     };
@@ -598,7 +742,7 @@ SupervisedRun supervise(std::vector<std::string> argv, const SuperviseOptions& o
         close_pipes();
         return run;
     };
-    if (!make_pipe(err_pipe) || !make_pipe(g_wake, true)) return pipe_failed();
+    if (!make_pipe(err_pipe)) return pipe_failed();
     if (options.proof != StartProof::None) {
         if (!make_pipe(status_pipe)) return pipe_failed();
         argv[static_cast<std::size_t>(options.statusFdSlot)] = std::to_string(status_pipe[1]);
@@ -621,41 +765,16 @@ SupervisedRun supervise(std::vector<std::string> argv, const SuperviseOptions& o
         }
     }
 
-    // Block the forwarded signals and SIGCHLD until the child exists, so none is lost in between.
-    sigset_t blocked, previous;
-    sigemptyset(&blocked);
-    for (int sig : kForwarded) sigaddset(&blocked, sig);
-    sigaddset(&blocked, SIGCHLD);
-    sigprocmask(SIG_BLOCK, &blocked, &previous);
-    struct sigaction action {};
-    action.sa_sigaction = note_signal;
-    action.sa_flags = SA_SIGINFO | SA_RESTART;
-    sigemptyset(&action.sa_mask);
-    struct sigaction saved[sizeof kForwarded / sizeof kForwarded[0]];
-    for (std::size_t i = 0; i < sizeof kForwarded / sizeof kForwarded[0]; ++i) sigaction(kForwarded[i], &action, &saved[i]);
-    struct sigaction chld = action, saved_chld {};
-    chld.sa_flags |= SA_NOCLDSTOP;
-    sigaction(SIGCHLD, &chld, &saved_chld);
-    // A reader of our stderr that goes away must not kill dsh-confine: the passthrough stops,
-    // attribution, the report and the cleanup go on.
-    struct sigaction ignore_pipe {}, saved_pipe {};
-    ignore_pipe.sa_handler = SIG_IGN;
-    sigemptyset(&ignore_pipe.sa_mask);
-    sigaction(SIGPIPE, &ignore_pipe, &saved_pipe);
-    const auto restore_signals = [&] {
-        for (std::size_t i = 0; i < sizeof kForwarded / sizeof kForwarded[0]; ++i) sigaction(kForwarded[i], &saved[i], nullptr);
-        sigaction(SIGCHLD, &saved_chld, nullptr);
-        sigprocmask(SIG_SETMASK, &previous, nullptr);
-        // SIGPIPE stays ignored: what the caller does next (the report, its last stderr line)
-        // must not die of a reader that went away either.
-    };
+    SignalWatch signals;
+    if (!signals.start(direct)) {
+        run.spawnError = std::string("signals: ") + std::strerror(errno);
+        close_pipes();
+        return run;
+    }
     run.merged = stdout_is_stderr();
     std::fflush(nullptr);  // nothing buffered is written twice by a child that returns to C++
-    const RunnerSetup runner{args.data(), options.prepareHere ? &launch : nullptr,
-                             run.merged,  err_pipe[1],
-                             status_pipe[1], saved,
-                             &saved_chld, &saved_pipe,
-                             &previous};
+    const RunnerSetup runner{args.data(), options.prepareHere ? &launch : nullptr, run.merged, err_pipe[1],
+                             status_pipe[1], &signals.caller()};
     pid_t pid = -1;  // the keeper, or without one the runner itself
     if (direct) {
 #if defined(__linux__)
@@ -667,7 +786,7 @@ SupervisedRun supervise(std::vector<std::string> argv, const SuperviseOptions& o
         prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 #endif
         if (options.closeAllBut) close_on_exec_except(*options.closeAllBut);
-        block_all_signals();
+        signals.hold();
         pid = start_runner(runner);
     } else {
         // Descriptors above 2 that the runner must not inherit are marked here, for the keeper's
@@ -677,14 +796,15 @@ SupervisedRun supervise(std::vector<std::string> argv, const SuperviseOptions& o
                                  alive[0],
                                  pid_report[1],
                                  report[1],
-                                 {alive[1], pid_report[0], report[0], err_pipe[0], status_pipe[0], g_wake[0], g_wake[1]}};
-        block_all_signals();
+                                 {alive[1], pid_report[0], report[0], err_pipe[0], status_pipe[0], signals.fd(),
+                                  signals.other_fd()}};
+        signals.hold();
         pid = start_keeper(keeper);
     }
-    open_sigchld(previous);  // SIGCHLD open until the end, even if the caller had blocked it
+    signals.release();
     if (pid < 0) {
         run.spawnError = std::string("fork: ") + std::strerror(errno);
-        restore_signals();
+        signals.stop();
         close_pipes();
         return run;
     }
@@ -694,8 +814,8 @@ SupervisedRun supervise(std::vector<std::string> argv, const SuperviseOptions& o
         if (*end >= 0) close(*end), *end = -1;
 
     // Without a keeper, the runner is the command as far as forwarded signals go; with one,
-    // the keeper reports the command's pid once it is started (the keeper ignores forwarded
-    // signals), then the command's wait status once it and whatever it left behind are gone.
+    // the keeper reports the command's pid once it is started (forwarded signals never reach
+    // the keeper), then the command's wait status once it and whatever it left behind are gone.
     pid_t command = direct ? pid : -1;
     std::optional<int> command_status;
     bool tree_done = false;  // the command and all it left are gone (or the keeper is, without a word)
@@ -705,13 +825,13 @@ SupervisedRun supervise(std::vector<std::string> argv, const SuperviseOptions& o
         else if (record.kind == 'W') command_status = record.value, tree_done = true;
     };
     // The command's pid, read when a signal is to be forwarded: it comes right after the
-    // runner's start. Without it (the keeper ended first), the keeper, which ignores the signal.
+    // runner's start. Without it (the keeper ended first), the keeper, which has it blocked.
     const auto read_pid = [&] {
         KeeperReport record{};
         command = read_report(pid_report[0], record) && record.kind == 'P' ? record.value : pid;
     };
 
-    // Only stderr, the keeper's reports and the wake pipe are watched while the command runs.
+    // Only stderr, the keeper's reports and the signals are watched while the command runs.
     // The start proof is small and waits in its pipe until the command is done: a wake-up
     // fewer per call.
     std::string status;
@@ -730,7 +850,7 @@ SupervisedRun supervise(std::vector<std::string> argv, const SuperviseOptions& o
     while (err_open || !tree_done) {
         pollfd fds[3] = {{err_open ? err_pipe[0] : -1, POLLIN, 0},
                          {tree_done || direct ? -1 : report[0], POLLIN, 0},
-                         {g_wake[0], POLLIN, 0}};
+                         {signals.fd(), POLLIN, 0}};
         // Once the tree is gone, what is left in stderr is read without waiting for its end:
         // on Linux every writer was killed first, but where it cannot be (macOS) a process the
         // command left behind may hold the pipe open.
@@ -741,9 +861,9 @@ SupervisedRun supervise(std::vector<std::string> argv, const SuperviseOptions& o
         }
         if (ready == 0) break;
         if (fds[2].revents & POLLIN) {
-            drain(g_wake[0]);
-            reap_runner();
-            const unsigned pending = g_pending.exchange(0);
+            bool child = false;
+            const unsigned pending = signals.take(child);
+            if (child) reap_runner();
             if (pending) {
                 if (command < 0) read_pid();
                 const pid_t target = signal_target(command > 0 ? command : pid, options.commandIsGrandchild);
@@ -783,7 +903,7 @@ SupervisedRun supervise(std::vector<std::string> argv, const SuperviseOptions& o
     else if (!direct)
         while (waitpid(pid, &wait_status, 0) < 0 && errno == EINTR) {
         }
-    restore_signals();
+    signals.stop();
     close_pipes();
 
     if (WIFEXITED(wait_status)) run.exitCode = WEXITSTATUS(wait_status);

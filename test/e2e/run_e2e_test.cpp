@@ -455,6 +455,55 @@ void expect_run_with_sigchld_blocked(const std::string& backend, e2e::RunOptions
     }
 }
 
+// The caller's dispositions reach the command as it left them: what it ignored (nohup's SIGHUP,
+// a SIGCHLD, a SIGPIPE) stays ignored, the rest is the default, though `run` ignores SIGPIPE and
+// waits for its children while the command runs; and a caller that ignored SIGCHLD (whose
+// children would be reaped unseen) still gets the command's result.
+// (Under bubblewrap, which hangs when its children are reaped unseen, SIGCHLD is the default.)
+unsigned long long ignored_by_command(const std::vector<std::string>& verb, const std::string& backend,
+                                      e2e::RunOptions options, const std::string& setup) {
+    options.prefix = {"/usr/bin/python3", "-c", "import os, signal, sys; " + setup + "; os.execv(sys.argv[1], sys.argv[1:])"};
+    options.timeoutMs = 30000;
+    std::vector<std::string> args = verb;
+    for (const char* arg : {"--backend", backend.c_str(), "--mode", "read-only", "--", "/bin/grep", "SigIgn", "/proc/self/status"})
+        args.emplace_back(arg);
+    const e2e::Result r = e2e::run(args, options);
+    EXPECT_EQ(r.status, 0) << "stderr: " << r.err;
+    const std::size_t colon = r.out.find(':');
+    if (colon == std::string::npos) {
+        ADD_FAILURE() << "no SigIgn line: " << r.out;
+        return 0;
+    }
+    return std::stoull(r.out.substr(colon + 1), nullptr, 16);
+}
+
+void expect_caller_dispositions(const std::vector<std::string>& verb, const std::string& backend,
+                                const e2e::RunOptions& options) {
+    constexpr auto bit = [](int sig) { return 1ULL << (sig - 1); };
+    const unsigned long long first = ignored_by_command(
+        verb, backend, options,
+        "signal.signal(signal.SIGPIPE, signal.SIG_DFL); signal.signal(signal.SIGHUP, signal.SIG_IGN); "
+        "signal.signal(signal.SIGCHLD, signal.SIG_IGN)");
+    EXPECT_EQ(first & bit(SIGPIPE), 0ULL) << std::hex << first;
+    EXPECT_EQ(first & (bit(SIGINT) | bit(SIGTERM) | bit(SIGUSR1)), 0ULL) << std::hex << first;
+    EXPECT_NE(first & bit(SIGHUP), 0ULL) << std::hex << first;
+    EXPECT_EQ((first & bit(SIGCHLD)) != 0, backend == "landlock") << std::hex << first;
+    const unsigned long long second =
+        ignored_by_command(verb, backend, options, "signal.signal(signal.SIGPIPE, signal.SIG_IGN)");
+    EXPECT_NE(second & bit(SIGPIPE), 0ULL) << std::hex << second;
+    EXPECT_EQ(second & (bit(SIGHUP) | bit(SIGCHLD)), 0ULL) << std::hex << second;
+}
+
+TEST_F(RunLandlock, TheCommandGetsTheCallersSignalDispositions) { expect_caller_dispositions({"run"}, "landlock", options()); }
+
+TEST_F(RunBwrap, TheCommandGetsTheCallersSignalDispositions) { expect_caller_dispositions({"run"}, "bwrap", options()); }
+
+TEST_F(RunLandlock, TheExecPathGivesTheCommandTheCallersSignalDispositions) {
+    expect_caller_dispositions({}, "landlock", options());
+}
+
+TEST_F(RunBwrap, TheExecPathGivesTheCommandTheCallersSignalDispositions) { expect_caller_dispositions({}, "bwrap", options()); }
+
 TEST_F(RunLandlock, ACallerThatBlockedSigchldStillGetsTheResult) { expect_run_with_sigchld_blocked("landlock", options()); }
 
 TEST_F(RunBwrap, ACallerThatBlockedSigchldStillGetsTheResult) { expect_run_with_sigchld_blocked("bwrap", options()); }
