@@ -154,6 +154,7 @@ int supervise_and_report(const Planned& planned, const std::vector<std::string>&
             return platform::prepare_plan(confined, *planned.confinedPolicy, argv, planned.resolved.config);
         };
     options.runnerEndsTree = proof.runnerEndsTree;
+    options.timed = sink.wanted();  // the duration is only in the report
     const posix::SupervisedRun outcome =
         posix::supervise(spawn_argv, options, [&](std::string_view chunk) { classifier.feed(chunk); });
     if (proof.tempDir) platform::remove_run_temp_dir(*proof.tempDir);

@@ -255,6 +255,7 @@ void StreamClassifier::build() {
     }
     // Entries hold the next state's row offset, so a step is one load and one mask.
     for (std::uint32_t& edge : next_) edge = edge * width | (out_[edge].empty() ? 0 : kAccepting);
+    anchors_.assign(256, {});
     if (matchable_) plan_skip();
 }
 

@@ -35,6 +35,11 @@
 namespace dsh::posix {
 namespace {
 
+// The buffer stderr is read into. Not in supervise's frame, where 64 KiB would put every call
+// below it on stack pages touched for the first time, nor on the heap: only what is read into
+// it is touched (nothing, when the command writes nothing to stderr). One call at a time.
+char g_err_buffer[65536];
+
 constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
 constexpr std::size_t kForwardedCount = sizeof kForwarded / sizeof kForwarded[0];
 
@@ -470,6 +475,19 @@ int children_of(long parent, long* into, int most) noexcept {
 // children there are now, then waits for each of them: a killed child's own children are
 // reparented here when it dies, so the next round finds them. No round sleeps: the waits are
 // for events, and the rounds end when a round finds nothing.
+//
+// The list and the reading of /proc are in a function of their own, whose frame (some 8 KiB) is
+// made only when something was left: the usual call touches no stack page beyond the caller's.
+__attribute__((noinline)) int kill_children_once(long self) noexcept {
+    long found[512];
+    const int count = children_of(self, found, 512);
+    for (int i = 0; i < count; ++i) call(SYS_kill, found[i], SIGKILL);
+    for (int i = 0; i < count; ++i)
+        while (call_with(SYS_wait4, found[i], nullptr, 0, nullptr) == -EINTR) {
+        }
+    return count;
+}
+
 void kill_leftovers() noexcept {
     const long self = call(SYS_getpid);
     for (int round = 0; round < 64; ++round) {
@@ -478,14 +496,7 @@ void kill_leftovers() noexcept {
         long reaped = 0;
         while ((reaped = call_with(SYS_wait4, -1, nullptr, WNOHANG, nullptr)) > 0) {
         }
-        if (reaped == -ECHILD) break;
-        long found[512];
-        const int count = children_of(self, found, 512);
-        for (int i = 0; i < count; ++i) call(SYS_kill, found[i], SIGKILL);
-        for (int i = 0; i < count; ++i)
-            while (call_with(SYS_wait4, found[i], nullptr, 0, nullptr) == -EINTR) {
-            }
-        if (count == 0) break;
+        if (reaped == -ECHILD || kill_children_once(self) == 0) break;
     }
 }
 
@@ -599,9 +610,9 @@ long start_runner(const RunnerSetup& setup) {
 
 DSH_OWN_STACK int keeper_entry(void* setup) { keep(*static_cast<const KeeperSetup*>(setup)); }
 
-// The keeper's mapping: a guard page, its setup, its stack above (it uses about 80 KiB). Never
-// unmapped once the keeper runs: it may still be making its last system calls when dsh-confine
-// is done.
+// The keeper's mapping: a guard page, its stack, its setup at the top (the keeper and the runner's
+// process use about 80 KiB, of which they touch a few pages). Never unmapped once the keeper
+// runs: it may still be making its last system calls when dsh-confine is done.
 constexpr std::size_t kKeeperMapping = std::size_t{256} * 1024;
 constexpr std::size_t kGuard = 4096;
 
@@ -621,8 +632,11 @@ long start_keeper(const KeeperSetup& setup) {
         munmap(mapping, kKeeperMapping);
         return -1;
     }
-    auto* copy = new (base + kGuard) KeeperSetup(setup);
-    const long keeper = clone(keeper_entry, base + kKeeperMapping, CLONE_VM | SIGCHLD, copy);
+    // The setup lies right above the stack's start, in the page the keeper's first frames use:
+    // on a host where each first touch of a page is costly, one page fewer.
+    constexpr std::size_t kSetupSpace = (sizeof(KeeperSetup) + 63) & ~std::size_t{63};
+    auto* copy = new (base + kKeeperMapping - kSetupSpace) KeeperSetup(setup);
+    const long keeper = clone(keeper_entry, base + kKeeperMapping - kSetupSpace, CLONE_VM | SIGCHLD, copy);
     if (keeper < 0) munmap(mapping, kKeeperMapping);
     return keeper;
 }
@@ -724,7 +738,8 @@ pid_t start_keeper(const KeeperSetup& setup) {
 SupervisedRun supervise(std::vector<std::string> argv, const SuperviseOptions& options,
                         const std::function<void(std::string_view)>& on_stderr) {
     SupervisedRun run;
-    const auto began = std::chrono::steady_clock::now();
+    // The clock is read only when the duration is wanted: its first read touches a page too.
+    const auto began = options.timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
 #if defined(__linux__)
     const bool direct = options.runnerEndsTree;
 #else
@@ -846,7 +861,6 @@ SupervisedRun supervise(std::vector<std::string> argv, const SuperviseOptions& o
         tree_done = true;
     };
     reap_runner();
-    char buffer[65536];
     while (err_open || !tree_done) {
         pollfd fds[3] = {{err_open ? err_pipe[0] : -1, POLLIN, 0},
                          {tree_done || direct ? -1 : report[0], POLLIN, 0},
@@ -874,12 +888,12 @@ SupervisedRun supervise(std::vector<std::string> argv, const SuperviseOptions& o
         }
         if (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) read_keeper();
         if (err_open && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) {
-            const ssize_t n = read(err_pipe[0], buffer, sizeof buffer);
+            const ssize_t n = read(err_pipe[0], g_err_buffer, sizeof g_err_buffer);
             if (n > 0) {
                 // A reader that went away (EPIPE) ends the passthrough, not the watch: the rest is
                 // still read, so the command is not blocked and its result still attributed.
-                if (err_sink) err_sink = write_all(2, buffer, static_cast<std::size_t>(n));
-                on_stderr(std::string_view(buffer, static_cast<std::size_t>(n)));
+                if (err_sink) err_sink = write_all(2, g_err_buffer, static_cast<std::size_t>(n));
+                on_stderr(std::string_view(g_err_buffer, static_cast<std::size_t>(n)));
             } else if (n == 0 || errno != EINTR) {
                 err_open = false;
             }
@@ -910,7 +924,8 @@ SupervisedRun supervise(std::vector<std::string> argv, const SuperviseOptions& o
     else if (WIFSIGNALED(wait_status)) run.signal = WTERMSIG(wait_status);
     run.started = judge_start(options.proof, status);
     run.execFailed = options.proof == StartProof::ExecMarker && status == "SF";
-    run.durationMs = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - began).count();
+    if (options.timed)
+        run.durationMs = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - began).count();
     return run;
 }
 

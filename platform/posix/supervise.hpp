@@ -26,7 +26,7 @@ struct SupervisedRun {
     bool execFailed = false;      // the runner reached the command's execve, which failed
     unsigned forwardedSignals = 0;  // bit N set: signal N was forwarded to the command
     bool merged = false;            // stdout and stderr were one open file: passed through as one stream
-    long long durationMs = 0;
+    long long durationMs = 0;  // with SuperviseOptions::timed
 };
 
 // How the runner is started and what it offers.
@@ -60,6 +60,8 @@ struct SuperviseOptions {
     // (bubblewrap with --unshare-pid and --die-with-parent): no keeper is needed between them.
     // dsh-confine is then the runner's parent and the subreaper of what the runner leaves.
     bool runnerEndsTree = false;
+    // SupervisedRun::durationMs is measured (otherwise 0).
+    bool timed = true;
 };
 
 // Runs argv and watches it. Between dsh-confine and the runner sits a keeper process, the
