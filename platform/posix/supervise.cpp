@@ -41,7 +41,9 @@ namespace {
 char g_err_buffer[65536];
 
 constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
+#if !defined(__linux__)
 constexpr std::size_t kForwardedCount = sizeof kForwarded / sizeof kForwarded[0];
+#endif
 
 // The caller's signal state, which the command gets: its mask, and the dispositions dsh-confine
 // changes while it watches (SIGPIPE, and SIGCHLD where the caller ignored it).
