@@ -183,7 +183,8 @@ if runs "$bin" --backend landlock --mode read-only -- "$true_bin" && [ -n "$floo
     [ -n "$small_pages_bin" ] && runs "$small_pages_bin" --backend landlock --mode read-only -- "$true_bin" &&
         commands+=(::: small-pages "$small_pages_bin" --backend landlock --mode read-only -- "$true_bin")
     [ -n "$hardened_floor" ] && runs "$hardened_floor" "$true_bin" &&
-        commands+=(::: hardened-floor "$hardened_floor" "$true_bin")
+        commands+=(::: hardened-floor "$hardened_floor" "$true_bin"
+                   ::: hardened-floor-run "$hardened_floor" -s "$true_bin")
     [ -n "$stack_floor" ] && runs "$stack_floor" --backend landlock --mode read-only -- "$true_bin" &&
         commands+=(::: stack-floor "$stack_floor" --backend landlock --mode read-only -- "$true_bin")
     have_landlock=1
@@ -269,7 +270,7 @@ printf '%-26s' command
 for limit in "${limits[@]}"; do printf ' %22s %9s' "median ms (NOFILE $limit)" "cpu ms"; done
 printf ' %5s  %s\n' exit "(p25-p75 ms at the last limit)"
 for name in bare bwrap-direct wrapper-floor wrapper-floor-run stack-wrapper bwrap-exec run-bwrap bwrap-direct-ww wrapper-floor-ww \
-    wrapper-floor-run-ww bwrap-exec-ww run-bwrap-ww bwrap-direct-netdeny bwrap-exec-netdeny landlock-floor landlock-floor-run supervised-floor hardened-floor stack-floor \
+    wrapper-floor-run-ww bwrap-exec-ww run-bwrap-ww bwrap-direct-netdeny bwrap-exec-netdeny landlock-floor landlock-floor-run supervised-floor hardened-floor hardened-floor-run stack-floor \
     landlock-runner landlock-exec small-pages run-landlock landlock-floor-ww landlock-floor-run-ww landlock-floor-ww-temp \
     landlock-floor-run-ww-temp landlock-exec-ww landlock-exec-netdeny \
     run-landlock-ww chain-exec print version \
@@ -335,6 +336,8 @@ row "the same, workspace-write" landlock-floor-run-ww landlock-floor-ww
 row "exec-only wrapper behind two forks / without (bwrap)" wrapper-floor-run wrapper-floor
 row "the same, workspace-write (bwrap)" wrapper-floor-run-ww wrapper-floor-ww
 row "run, Landlock, read-only / C floor behind the same clones" run-landlock landlock-floor-run 1.20  # the nearest honest target (docs/performance.md)
+row "hardened C floor behind the same clones / hardened C floor" hardened-floor-run hardened-floor
+row "run, Landlock, read-only / hardened C floor behind the clones" run-landlock hardened-floor-run
 row "run, Landlock, workspace-write / the same floor (ww)" run-landlock-ww landlock-floor-run-ww
 row "run, Landlock, ww / that floor with a temp area per call" run-landlock-ww landlock-floor-run-ww-temp
 row "run, bwrap, read-only / exec-only wrapper behind two forks" run-bwrap wrapper-floor-run
