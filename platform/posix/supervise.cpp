@@ -573,15 +573,20 @@ long start_runner(const RunnerSetup& setup) {
 // dsh-confine is woken once at the end, by the report, and not first by the end of stderr. It
 // is a clone that shares dsh-confine's memory (not its descriptors nor its signal
 // dispositions), on a stack of its own, or under AddressSanitizer a forked copy.
+//
+// Only the subreaper comes before the runner's start (the command may leave orphans from its
+// first instant). The rest of its setup comes after, while the runner works on (or once it has
+// exec'd the command): the runner starts sooner, and it loses nothing by inheriting dsh-
+// confine's ends first, all close-on-exec. A SIGCHLD meanwhile stays pending, blocked, and the
+// signalfd made afterwards reads it.
 [[noreturn]] DSH_OWN_STACK void keep(const KeeperSetup& keeper) noexcept {
+    call_with(SYS_prctl, PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    const long command = start_runner(keeper.runner);
     for (int fd : keeper.others)
         if (fd >= 0) call(SYS_close, fd);
-    call_with(SYS_prctl, PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
     const unsigned long chld = 1UL << (SIGCHLD - 1);
     const long wake = call_with(SYS_signalfd4, -1, &chld, sizeof chld, SFD_CLOEXEC | SFD_NONBLOCK);
     if (wake < 0) exit_now(125);
-
-    const long command = start_runner(keeper.runner);
     if (command < 0) exit_now(125);
     if (keeper.runner.statusWrite >= 0) call(SYS_close, keeper.runner.statusWrite);
     const KeeperReport started{'P', static_cast<int>(command)};
