@@ -586,8 +586,12 @@ long start_runner(const RunnerSetup& setup) {
         if (fd >= 0) call(SYS_close, fd);
     const unsigned long chld = 1UL << (SIGCHLD - 1);
     const long wake = call_with(SYS_signalfd4, -1, &chld, sizeof chld, SFD_CLOEXEC | SFD_NONBLOCK);
-    if (wake < 0) exit_now(125);
     if (command < 0) exit_now(125);
+    if (wake < 0) {  // the command may run already: it and what it started go, as at any end
+        call(SYS_kill, command, SIGKILL);
+        kill_leftovers();
+        exit_now(125);
+    }
     if (keeper.runner.statusWrite >= 0) call(SYS_close, keeper.runner.statusWrite);
     const KeeperReport started{'P', static_cast<int>(command)};
     call_with(SYS_write, keeper.pidReport, &started, sizeof started);
