@@ -9,7 +9,9 @@
 # Every exec, run, pipe and parallel group runs twice, at RLIMIT_NOFILE 1024 and at the hard
 # limit (ulimit -n in a subshell), and the two are printed side by side.
 #
-# Environment: BENCH_ROUNDS (exec rounds, default 300), BENCH_PIPE_MB (stdout through a pipe,
+# Environment: BENCH_PASSES (each exec, pipe and parallel group timed that many times over, the
+# figures the median of the passes' medians: the host's speed moves between passes; default 1),
+# BENCH_ROUNDS (exec rounds per pass, default 300), BENCH_PIPE_MB (stdout through a pipe,
 # default 300 MiB), BENCH_PIPE_ROUNDS (default 21), BENCH_PARALLEL (loops at once, default 8),
 # BENCH_PARALLEL_SECONDS (each command's time under them, default 5), BENCH_CLASSIFY_ROUNDS
 # (default 7), BENCH_MB (size of the classify input in MiB, default 300), BENCH_KEEP=1 keeps the
@@ -27,6 +29,7 @@ pipe_mb=${BENCH_PIPE_MB:-300}
 pipe_rounds=${BENCH_PIPE_ROUNDS:-21}
 parallel=${BENCH_PARALLEL:-8}
 parallel_seconds=${BENCH_PARALLEL_SECONDS:-5}
+passes=${BENCH_PASSES:-1}
 megabytes=${BENCH_MB:-300}
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/dsh-bench.XXXXXX")
@@ -103,6 +106,7 @@ echo "binary:   $bin ($("$bin" --version 2>/dev/null)), installed from $linked_b
 echo "machine:  $(uname -srm); $(nproc) CPU: $(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null)"
 echo "memory:   $(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo 2>/dev/null); load average at start: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)"
 echo "limits:   RLIMIT_NOFILE $(ulimit -Sn) (soft) / $(ulimit -Hn) (hard); groups timed at ${limits[*]}"
+[ "$passes" -gt 1 ] && echo "passes:   $passes of each exec, pipe and parallel group; every figure is the median of the passes' figures"
 echo "user:     uid $(id -u); bwrap: $(bwrap --version 2>/dev/null || echo none); grep: $(grep --version | head -n1); locale: ${LC_ALL:-${LANG:-C}}"
 echo
 
@@ -115,12 +119,30 @@ at_limit() {  # LIMIT COMMAND...: COMMAND with RLIMIT_NOFILE LIMIT (soft), in a 
     shift
     (ulimit -Sn "$limit" && "$@")
 }
-timed() {  # OUTPUT ALTERNATE-ARGS...: one alternation per limit, into OUTPUT.LIMIT
-    local out=$1 limit
+timed() {  # OUTPUT ALTERNATE-ARGS...: one alternation per limit and pass, into OUTPUT.LIMIT
+    local out=$1 limit pass
     shift
-    for limit in "${limits[@]}"; do
-        at_limit "$limit" "$alternate" "$@" >"$out.$limit"
+    for ((pass = 1; pass <= passes; pass++)); do
+        for limit in "${limits[@]}"; do
+            at_limit "$limit" "$alternate" "$@" >"$out.$limit.$pass"
+        done
     done
+    for limit in "${limits[@]}"; do
+        median_of_passes "$out.$limit".* >"$out.$limit"
+    done
+}
+median_of_passes() {  # FILE...: per command, each column's median over the passes (one pass: as is), and a failed pass's exit status
+    awk '{ if (!($1 in seen)) { seen[$1] = 1; order[++n] = $1 }
+           k = ++count[$1]; for (f = 2; f <= NF; ++f) v[$1, f, k] = $f; width[$1] = NF }
+         function med(name, f,    m, i, j, t, a) {
+             m = count[name]; for (i = 1; i <= m; ++i) a[i] = v[name, f, i]
+             for (i = 2; i <= m; ++i) for (j = i; j > 1 && a[j - 1] + 0 > a[j] + 0; --j) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+             return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2 }
+         END { for (i = 1; i <= n; ++i) { line = order[i]
+                   for (f = 2; f < width[order[i]]; ++f) line = line " " med(order[i], f)
+                   worst = 0; for (k = 1; k <= count[order[i]]; ++k) if (v[order[i], f, k] != 0) worst = v[order[i], f, k]
+                   line = line " " worst  # the exit status: any pass that failed shows
+                   print line } }' "$@"
 }
 declare -A median cpu p25 p75 rss status
 load_results() {  # FILE [LIMIT]: its lines into the tables, keyed NAME or NAME@LIMIT
