@@ -329,6 +329,26 @@ row() {  # label a b [limit [cpu-a cpu-b]]: a / b at each RLIMIT_NOFILE; the ver
     if [ -n "$limit" ]; then judged=$([ -z "$missed" ] && echo "met (wall)" || echo "NOT met (wall${at:+, at NOFILE$missed})"); fi
     printf ' %9s  %s\n' "${limit:+<= ${limit}x}" "$judged"
 }
+# label a b c d [limit]: (a - (c - d)) / b at each RLIMIT_NOFILE, wall and CPU: a against b once
+# what c costs over d (timed in the same run) is taken out of a. `run` under Landlock against
+# the exec path with the two clones' cost on the C floor taken out: what run adds beyond them.
+row_net() {
+    local label=$1 a=$2 b=$3 c=$4 d=$5 limit=${6:-} at key name missed="" judged="" net
+    for at in "${limits[@]}"; do
+        for name in "$a" "$b" "$c" "$d"; do [ -n "${median[$name${at:+@$at}]:-}" ] || return 0; done
+    done
+    less() { awk -v a="$1" -v c="$2" -v d="$3" 'BEGIN { printf "%.1f", a - (c - d) }'; }
+    printf '%-52s' "$label"
+    for at in "${limits[@]}"; do
+        key=${at:+@$at}
+        net=$(less "${median[$a$key]}" "${median[$c$key]}" "${median[$d$key]}")
+        printf ' %9s %9s' "$(ratio "$net" "${median[$b$key]}")" \
+            "$(ratio "$(less "${cpu[$a$key]}" "${cpu[$c$key]}" "${cpu[$d$key]}")" "${cpu[$b$key]}")"
+        [ -n "$limit" ] && [ "$(verdict "$net" "${median[$b$key]}" "$limit")" != met ] && missed+=" $at"
+    done
+    if [ -n "$limit" ]; then judged=$([ -z "$missed" ] && echo "met (wall)" || echo "NOT met (wall${at:+, at NOFILE$missed})"); fi
+    printf ' %9s  %s\n' "${limit:+<= ${limit}x}" "$judged"
+}
 row "Landlock exec, read-only / C floor" landlock-exec landlock-floor 1.15
 row "Landlock exec, workspace-write / C floor (ws + temp)" landlock-exec-ww landlock-floor-ww 1.25
 row "the same / C floor with a temp area per call" landlock-exec-ww landlock-floor-ww-temp 1.25
@@ -358,6 +378,12 @@ row "the same, workspace-write" landlock-floor-run-ww landlock-floor-ww
 row "exec-only wrapper behind two forks / without (bwrap)" wrapper-floor-run wrapper-floor
 row "the same, workspace-write (bwrap)" wrapper-floor-run-ww wrapper-floor-ww
 row "run, Landlock, read-only / C floor behind the same clones" run-landlock landlock-floor-run 1.20  # the nearest honest target (docs/performance.md)
+# What run adds beyond the exec path and the two clones: run less what the clones cost the C
+# floor (or the hardened floor) in the same run, against the exec path. A difference of two
+# floors, so as noisy as both of them together.
+row_net "run - clones (C floor) / exec, Landlock, read-only" run-landlock landlock-exec landlock-floor-run landlock-floor
+row_net "run - clones (hardened floor) / exec, the same" run-landlock landlock-exec hardened-floor-run hardened-floor
+row_net "run - clones (C floor, temp area) / exec, ww" run-landlock-ww landlock-exec-ww landlock-floor-run-ww-temp landlock-floor-ww-temp
 row "hardened C floor behind the same clones / hardened C floor" hardened-floor-run hardened-floor
 row "run, Landlock, read-only / hardened C floor behind the clones" run-landlock hardened-floor-run
 row "run, Landlock, workspace-write / the same floor (ww)" run-landlock-ww landlock-floor-run-ww
