@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <utility>
 
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -20,17 +21,22 @@ std::string kernel_release() {
 }
 
 int landlock_abi(std::string* why) {
-    const long abi = syscall(SYS_landlock_create_ruleset, nullptr, 0, LANDLOCK_CREATE_RULESET_VERSION);
-    if (abi < 0) {
-        if (why) {
-            const int error = errno;
-            if (error == ENOSYS) *why = "the kernel has no Landlock (landlock_create_ruleset: ENOSYS)";
-            else if (error == EOPNOTSUPP) *why = "Landlock is disabled on this kernel (EOPNOTSUPP; see the lsm= boot parameter)";
-            else *why = std::string("landlock_create_ruleset: ") + std::strerror(error);
-        }
-        return 0;
-    }
-    return static_cast<int>(abi);
+    // Asked once per process: a call asks three times (the usable check, the plan, the
+    // runner's preparation), and the kernel's answer does not change while it runs.
+    static const auto answer = [] {
+        std::pair<int, std::string> out{0, ""};
+        const long abi = syscall(SYS_landlock_create_ruleset, nullptr, 0, LANDLOCK_CREATE_RULESET_VERSION);
+        if (abi >= 0) out.first = static_cast<int>(abi);
+        else if (const int error = errno; error == ENOSYS)
+            out.second = "the kernel has no Landlock (landlock_create_ruleset: ENOSYS)";
+        else if (error == EOPNOTSUPP)
+            out.second = "Landlock is disabled on this kernel (EOPNOTSUPP; see the lsm= boot parameter)";
+        else
+            out.second = std::string("landlock_create_ruleset: ") + std::strerror(error);
+        return out;
+    }();
+    if (why != nullptr && answer.first == 0) *why = answer.second;
+    return answer.first;
 }
 
 std::string sysctl(const std::string& name) {

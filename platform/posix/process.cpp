@@ -45,16 +45,8 @@ std::vector<char*> c_argv(const std::vector<std::string>& argv) {
     return out;
 }
 
-}  // namespace
-
-ProgramLookup resolve_program(const std::string& name) {
-    if (name.empty()) return {Lookup::NotFound, name};
-    if (name.find('/') != std::string::npos) {
-        if (is_executable_file(name)) return {Lookup::Found, name};
-        return {exists(name) ? Lookup::NotExecutable : Lookup::NotFound, name};
-    }
-    const char* env_path = std::getenv("PATH");
-    const std::string search = env_path ? env_path : "/usr/local/bin:/bin:/usr/bin";
+// Each PATH entry in turn, as execvp searches them.
+ProgramLookup search_path(const std::string& name, const std::string& search) {
     ProgramLookup not_executable{Lookup::NotFound, name};
     std::size_t start = 0;
     while (true) {
@@ -71,6 +63,31 @@ ProgramLookup resolve_program(const std::string& name) {
         start = end + 1;
     }
     return not_executable;
+}
+
+}  // namespace
+
+ProgramLookup resolve_program(const std::string& name) {
+    if (name.empty()) return {Lookup::NotFound, name};
+    if (name.find('/') != std::string::npos) {
+        if (is_executable_file(name)) return {Lookup::Found, name};
+        return {exists(name) ? Lookup::NotExecutable : Lookup::NotFound, name};
+    }
+    const char* env_path = std::getenv("PATH");
+    const std::string search = env_path ? env_path : "/usr/local/bin:/bin:/usr/bin";
+    // A call looks its program up twice in one process, a moment apart: when it plans (a missing
+    // program is COMMAND_NOT_FOUND before anything runs) and when the runner's code is prepared
+    // in the same process (the exec path, `run` under Landlock). The second lookup of the same
+    // name under the same PATH gets the first's answer: one stat per PATH entry fewer, and the
+    // answer a second search would give, as dsh-confine changes neither its cwd nor PATH
+    // (execve opens the file again either way).
+    static struct {
+        std::string name, search;
+        ProgramLookup found;
+    } last;
+    if (!last.name.empty() && last.name == name && last.search == search) return last.found;
+    last = {name, search, search_path(name, search)};
+    return last.found;
 }
 
 void exec_argv(const std::string& path, const std::vector<std::string>& argv) {

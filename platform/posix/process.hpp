@@ -17,6 +17,8 @@ struct ProgramLookup {
 // As execvp searches: a name with a slash is taken as is; otherwise each PATH entry in turn
 // (an empty entry is the cwd). A match that exists but cannot be executed is remembered, so
 // the answer is 126 rather than 127 when nothing executable follows it, as with env(1).
+// On POSIX hosts a name looked up again under the same PATH gets the process's previous
+// answer (a call plans and prepares its runner in one process; process.cpp says why).
 ProgramLookup resolve_program(const std::string& name);
 
 // Replaces the process. Returns only on failure, with errno set.
