@@ -1,6 +1,9 @@
 /* Whole-process timing for test/bench/run.sh: runs several commands in alternation (one run
- * of each per round, the order rotated every round), so drift in the machine's state (cache,
- * frequency, other load) falls on every command alike, and prints each command's median.
+ * of each per round, in an order shuffled every round), so drift in the machine's state (cache,
+ * frequency, other load) falls on every command alike, and prints each command's median. The
+ * order is shuffled, not rotated: in a rotation each command follows the same one in almost
+ * every round, and what that one leaves the kernel to finish (a network namespace torn down
+ * after bubblewrap, an address space after a keeper) would fall on it alone.
  *
  *   alternate [-r ROUNDS] [-w WARMUP] -- NAME ARGV... ::: NAME ARGV... ::: ...
  *   alternate -p PARALLEL [-d SECONDS] [-r ROUNDS] -- NAME ARGV... ::: ...
@@ -15,7 +18,7 @@
  * every command could be started.
  *
  * With -p, throughput instead, as an agent making parallel tool calls loads the machine: each
- * round runs each command (the order rotated) for SECONDS (default 1) in PARALLEL worker
+ * round runs each command (the order shuffled) for SECONDS (default 1) in PARALLEL worker
  * processes, each a loop of one run after another. A round's figure is the workers' completed
  * runs per second, summed. The line is then
  *   NAME MEDIAN_PER_S P25_PER_S P75_PER_S MIN_PER_S CPU_US_PER_RUN 0 EXIT
@@ -163,6 +166,20 @@ static double parallel_round(struct command* c, posix_spawn_file_actions_t* acti
     return rate;
 }
 
+/* The order of a round: a Fisher-Yates shuffle from a fixed seed, so a run can be repeated. */
+static void shuffle(int* order, int count) {
+    static unsigned long long state = 0x9e3779b97f4a7c15ULL;
+    for (int k = count - 1; k > 0; --k) {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        const int j = (int)(state % (unsigned long long)(k + 1));
+        const int t = order[k];
+        order[k] = order[j];
+        order[j] = t;
+    }
+}
+
 int main(int argc, char** argv) {
     int rounds = 200, warmup = 10, parallel = 0, i = 1;
     double seconds = 1;
@@ -198,6 +215,8 @@ int main(int argc, char** argv) {
         return 2;
     }
 
+    int order[64];
+    for (int k = 0; k < count; ++k) order[k] = k;
     become_subreaper();
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
@@ -211,11 +230,13 @@ int main(int argc, char** argv) {
         for (int k = 0; k < count; ++k) commands[k].last_exit = 0;
         double cpu_sum[64] = {0};
         long runs[64] = {0};
-        for (int r = 0; r < rounds; ++r)
+        for (int r = 0; r < rounds; ++r) {
+            shuffle(order, count);
             for (int j = 0; j < count; ++j) {
-                const int k = (r + j) % count;
+                const int k = order[j];
                 commands[k].samples[r] = parallel_round(&commands[k], &actions, parallel, seconds, &cpu_sum[k], &runs[k]);
             }
+        }
         for (int k = 0; k < count; ++k) {
             struct command* c = &commands[k];
             qsort(c->samples, (size_t)rounds, sizeof(double), compare);
@@ -225,11 +246,13 @@ int main(int argc, char** argv) {
         }
         return 0;
     }
-    for (int r = 0; r < rounds; ++r)
+    for (int r = 0; r < rounds; ++r) {
+        shuffle(order, count);
         for (int j = 0; j < count; ++j) {
-            struct command* c = &commands[(r + j) % count];
+            struct command* c = &commands[order[j]];
             c->samples[r] = run_once(c, &actions, &c->cpu[r]);
         }
+    }
 
     for (int k = 0; k < count; ++k) {
         struct command* c = &commands[k];
