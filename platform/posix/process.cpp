@@ -80,7 +80,7 @@ ProgramLookup resolve_program(const std::string& name) {
     // in the same process (the exec path, `run` under Landlock). The second lookup of the same
     // name under the same PATH gets the first's answer: one stat per PATH entry fewer, and the
     // answer a second search would give, as dsh-confine changes neither its cwd nor PATH
-    // (execve opens the file again either way).
+    // (execve opens the file again either way). One thread looks up: the answer is not locked.
     static struct {
         std::string name, search;
         ProgramLookup found;

@@ -2,8 +2,8 @@
  * of each per round, in an order shuffled every round), so drift in the machine's state (cache,
  * frequency, other load) falls on every command alike, and prints each command's median. The
  * order is shuffled, not rotated: in a rotation each command follows the same one in almost
- * every round, and what that one leaves the kernel to finish (a network namespace torn down
- * after bubblewrap, an address space after a keeper) would fall on it alone.
+ * every round, and what that one leaves the kernel to finish once it has exited (after a
+ * bubblewrap call, its namespaces' teardown) would fall on it alone.
  *
  *   alternate [-r ROUNDS] [-w WARMUP] -- NAME ARGV... ::: NAME ARGV... ::: ...
  *   alternate -p PARALLEL [-d SECONDS] [-r ROUNDS] -- NAME ARGV... ::: ...
