@@ -548,7 +548,56 @@ TEST_P(UnreadablePaths, APathThatDoesNotExistIsInThePolicyNotThePlan) {
     EXPECT_EQ(printed["unreadablePaths"], json::array({secretFile})) << printed.dump();
 }
 
+// An unreadable file and directory inside the workspace, which the command may otherwise write.
+struct InsideTheWorkspace {
+    std::string file, dir;  // ws/private/secret, ws/vault/keys
+    std::vector<std::string> deny() const { return {"--deny-read", file, "--deny-read", dir}; }
+};
+
+// Every way to move them aside: the directories on the way renamed or removed, the paths
+// themselves renamed or removed. A workspace directory without one (`other`) is renamed in the
+// same call: the control that moving is otherwise allowed.
+const char* const kMoveAside =
+    "mv private moved; mv private/secret private/moved; rm -rf private; mv vault/keys vault/moved; "
+    "mv vault vault.moved; rm -rf vault; ln private/secret private/hard; mv other other.moved; true";
+
+class UnreadableInsideARoot : public UnreadablePaths {
+protected:
+    InsideTheWorkspace inside;
+    void SetUp() override {
+        UnreadablePaths::SetUp();
+        if (IsSkipped() || HasFatalFailure()) return;
+        dir("ws/private");
+        inside.file = file("ws/private/secret", fileToken + "\n");
+        file("ws/private/plain", "plain\n");
+        dir("ws/vault");
+        inside.dir = dir("ws/vault/keys");
+        file("ws/vault/keys/inner.txt", dirToken + "\n");
+        dir("ws/other");
+    }
+};
+
+// The call cannot move an unreadable path (or a directory on its way) aside, so the next call with
+// the same option still finds it at its name, hidden.
+TEST_P(UnreadableInsideARoot, BwrapKeepsThemAndTheirWayInPlaceForTheNextCall) {
+    const e2e::Result moved = confined("workspace-write", inside.deny(), kMoveAside);
+    ASSERT_EQ(moved.status, 0) << moved.err;
+    EXPECT_TRUE(exists(ws + "/other.moved") && !exists(ws + "/other")) << "the control rename did not happen";
+    EXPECT_EQ(read_file(inside.file), fileToken + "\n");
+    EXPECT_EQ(read_file(inside.dir + "/inner.txt"), dirToken + "\n");
+    for (const char* name : {"moved", "private/moved", "private/hard", "vault/moved", "vault.moved"})
+        EXPECT_FALSE(exists(ws + "/" + name)) << name;
+    EXPECT_TRUE(contains(moved.err, "Device or resource busy")) << moved.err;
+
+    const e2e::Result second = confined("workspace-write", inside.deny(),
+                                        "cat private/secret vault/keys/inner.txt; grep -r dsh-secret . ; true");
+    ASSERT_EQ(second.status, 0) << second.err;
+    EXPECT_FALSE(contains(second.out, fileToken) || contains(second.out, dirToken)) << "read at the next call: " << second.out;
+    EXPECT_TRUE(contains(second.err, "Permission denied")) << second.err;
+}
+
 INSTANTIATE_TEST_SUITE_P(Linux, UnreadablePaths, ::testing::ValuesIn(combos({"bwrap"})), combo_name);
+INSTANTIATE_TEST_SUITE_P(Linux, UnreadableInsideARoot, ::testing::ValuesIn(combos({"bwrap"})), combo_name);
 
 class UnreadablePathsGap : public UnreadablePaths {};
 
@@ -563,7 +612,26 @@ TEST_P(UnreadablePathsGap, LandlockNamesTheUnreadablePathsItCannotHide) {
     EXPECT_FALSE(gap.empty()) << "an effect the plan does not name got through";
 }
 
+class UnreadableInsideARootGap : public UnreadableInsideARoot {};
+
+// Under Landlock the paths stay readable, and inside a writable root they can be moved aside:
+// the plan's gap says both.
+TEST_P(UnreadableInsideARootGap, LandlockNamesThatTheyCanBeMovedAside) {
+    const json printed = plan("workspace-write", inside.deny());
+    EXPECT_EQ(printed["enforcement"], "partial");
+    const std::string gap = gap_named(printed, "unreadable paths");
+    EXPECT_TRUE(contains(gap, "remain readable")) << gap;
+    EXPECT_TRUE(contains(gap, inside.file + ", " + inside.dir + " (inside a writable root) can be renamed or removed")) << gap;
+    const e2e::Result moved = confined("workspace-write", inside.deny(), kMoveAside);
+    ASSERT_NE(moved.status, 125) << moved.err;
+    if (exists(ws + "/moved/secret")) std::cout << "[ gap      ] an unreadable path was moved aside under Landlock: the named gap\n";
+    EXPECT_TRUE(exists(ws + "/other.moved")) << "the control rename did not happen";
+    // Read-only moves nothing: the gap says nothing of it there.
+    EXPECT_FALSE(contains(gap_named(plan("read-only", inside.deny()), "unreadable paths"), "renamed"));
+}
+
 INSTANTIATE_TEST_SUITE_P(Linux, UnreadablePathsGap, ::testing::ValuesIn(combos({"landlock"})), combo_name);
+INSTANTIATE_TEST_SUITE_P(Linux, UnreadableInsideARootGap, ::testing::ValuesIn(combos({"landlock"})), combo_name);
 
 // --- the network ----------------------------------------------------------------------------
 
