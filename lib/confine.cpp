@@ -125,7 +125,7 @@ namespace {
 
 // The kernel's own file systems: writing there changes the running system (/proc/sys, /sys's
 // knobs, device nodes), never a build's files.
-constexpr std::array kKernelTrees = {"/proc", "/sys", "/dev"};
+constexpr std::array kKernelTrees = {"/proc", "/sys", "/dev"};  // portability: compared, not opened
 // The operating system's directories that are refused themselves (every file there would be
 // writable), and those refused with everything under them: programs, libraries, settings and the
 // state of the system and its services, which processes outside the sandbox run or read. What is
