@@ -73,11 +73,15 @@ std::vector<std::string> enforcement_gaps(int abi, const SandboxPolicy& policy) 
                           join(policy.unreadablePaths) + " remain readable";
         // Nor can it keep them where they are: inside a granted root they can be renamed or removed,
         // as bubblewrap's mount points cannot.
+        // A root itself is not movable: its parent is not granted.
+        const auto below = [](const std::string& path, const std::string& root) {
+            return path != root && !paths_within({path}, root).empty();
+        };
         std::vector<std::string> movable;
         if (policy.mode == ConfinedSandboxMode::WorkspaceWrite)
             for (const auto& path : policy.unreadablePaths) {
-                bool inside = !paths_within({path}, policy.workspaceRoot).empty();
-                for (const auto& root : policy.writableRoots) inside = inside || !paths_within({path}, root).empty();
+                bool inside = below(path, policy.workspaceRoot);
+                for (const auto& root : policy.writableRoots) inside = inside || below(path, root);
                 if (inside) movable.push_back(path);
             }
         if (!movable.empty()) gap += ", and " + join(movable) + " (inside a writable root) can be renamed or removed";
