@@ -89,7 +89,9 @@ std::vector<CLI::Option*> add_policy_options(CLI::App& app, PolicyOptions& optio
     text("--writable-root", options.writableRoots, "DIR writable beside the workspace in workspace-write (absolute; repeatable)");
     text("--deny-read", options.denyRead, "PATH the command must not read (absolute; repeatable)");
     text("--network", options.network, "allow (default) or deny: IP traffic and host daemons' sockets");
-    flag("--allow-broad-root", options.allowBroadRoot, "let a writable root be /, the home directory or above it (refused otherwise)");
+    flag("--allow-broad-root", options.allowBroadRoot,
+         "let a writable root be /, the home directory or above it, or an operating-system directory "
+         "(refused otherwise; /proc, /sys and /dev never)");
     if (with_backend) {
         text("--backend", options.backend, "force one backend, no chain (bwrap, landlock, ...)");
         flag("--require-full", options.requireFull, "refuse a plan whose enforcement is partial");

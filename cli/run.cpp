@@ -7,7 +7,9 @@
 // directory it lies in (the workspace), so it must not be able to turn the path into a link to
 // a file outside, which dsh-confine would then overwrite. The path is opened without following
 // any symlink, and the report is written later through that descriptor, whatever the command
-// does to the name meanwhile. Every outcome gets a report, dsh-confine's own failures included.
+// does to the name meanwhile. A file with another name (a hard link, which the command may have
+// made to a file it wanted overwritten) is refused when it is opened, and not written at the end
+// if it gained one during the call. Every outcome gets a report, dsh-confine's own failures included.
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -62,7 +64,19 @@ public:
     void write(const ojson& report) {
         if (fd_ < 0) return;
         const std::string text = report.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-        if (owned_ && (ftruncate(fd_, 0) != 0 || lseek(fd_, 0, SEEK_SET) != 0)) return fail_write(errno);
+        if (owned_) {
+            // A link made since the open: writing would change the file behind the other name.
+            struct stat st {};
+            if (fstat(fd_, &st) != 0) return fail_write(errno);
+            if (st.st_nlink > 1) {
+                std::fprintf(stderr,
+                             "dsh-confine: error: %s: %s gained another name during the call (%llu links now): the report "
+                             "is not written, since it would overwrite the file behind that name\n",
+                             code::Report, shown_.c_str(), static_cast<unsigned long long>(st.st_nlink));
+                return;
+            }
+            if (ftruncate(fd_, 0) != 0 || lseek(fd_, 0, SEEK_SET) != 0) return fail_write(errno);
+        }
         std::size_t done = 0;
         while (done < text.size()) {
             const ssize_t n = ::write(fd_, text.data() + done, text.size() - done);
@@ -92,6 +106,11 @@ private:
         struct stat st {};
         if (fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode))
             throw Error(code::Report, shown_ + ": not a regular file (use --report-fd for a pipe or a terminal)");
+        if (st.st_nlink > 1)
+            throw Error(code::Report, shown_ + ": has " + std::to_string(static_cast<unsigned long long>(st.st_nlink)) +
+                                          " links: the report would overwrite the file behind its other names (a "
+                                          "confined command could have linked one there); remove this name, or give "
+                                          "another path");
 #if !defined(_WIN32)
         fcntl(fd_, F_SETFL, fcntl(fd_, F_GETFL) & ~O_NONBLOCK);
 #endif

@@ -1,6 +1,7 @@
 #include "confine.hpp"
 
 #include <algorithm>
+#include <array>
 #include <filesystem>
 #include <fstream>
 #include <utility>
@@ -120,6 +121,55 @@ bool broad_root(const std::string& root, const std::optional<std::string>& home)
     return home && !paths_within({*home}, root).empty();
 }
 
+namespace {
+
+// The kernel's own file systems: writing there changes the running system (/proc/sys, /sys's
+// knobs, device nodes), never a build's files.
+constexpr std::array kKernelTrees = {"/proc", "/sys", "/dev"};  // portability: compared, not opened
+// The operating system's directories that are refused themselves (every file there would be
+// writable), and those refused with everything under them: programs, libraries, settings and the
+// state of the system and its services, which processes outside the sandbox run or read. What is
+// left (/var/tmp/x, /srv/x, /opt/x, /home/user/project) is where builds live.
+constexpr std::array kSystemDirectories = {"/bin", "/boot", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/sbin", "/usr",
+                                           "/var", "/opt",  "/srv", "/run", "/root",  "/home",  "/mnt",    "/media"};
+constexpr std::array kSystemTrees = {"/bin",      "/boot",     "/etc",      "/lib",       "/lib32",      "/lib64",
+                                     "/libx32",   "/sbin",     "/usr",      "/var/lib",   "/var/log",    "/var/cache",
+                                     "/var/spool", "/var/mail", "/var/backups", "/run"};
+
+// The entry of `trees` that holds `root` (or is it), or nullptr.
+template <std::size_t N>
+const char* tree_holding(const std::string& root, const std::array<const char*, N>& trees) {
+    for (const char* tree : trees)
+        if (!paths_within({root}, tree).empty()) return tree;
+    return nullptr;
+}
+
+}  // namespace
+
+std::optional<RootRefusal> refused_root(const std::string& root, const std::optional<std::string>& home) {
+    // "is one of ..." for the directory itself, "lies in /usr, one of ..." below it.
+    const auto where = [&](const std::string& tree) { return root == tree ? std::string("is") : "lies in " + tree + ","; };
+    if (const char* tree = tree_holding(root, kKernelTrees))
+        return RootRefusal{RootRefusal::Kind::Kernel,
+                           where(tree) +
+                               " one of the kernel's own file systems (/proc, /sys, /dev), not a directory a build writes: "
+                               "writing there changes the running system, so it is refused even with --allow-broad-root"};
+    if (broad_root(root, home))
+        return RootRefusal{RootRefusal::Kind::Broad,
+                           "is " + (root == "/" ? std::string("the whole file system")
+                                                : "the home directory or above it (" + home.value_or("") + ")") +
+                               ": every file there would be writable"};
+    if (const char* tree = tree_holding(root, kSystemTrees))
+        return RootRefusal{RootRefusal::Kind::System,
+                           where(tree) +
+                               " one of the operating system's own directories, holding its programs, settings or state: "
+                               "a command could change what processes outside the sandbox run or read"};
+    if (std::find(kSystemDirectories.begin(), kSystemDirectories.end(), root) != kSystemDirectories.end())
+        return RootRefusal{RootRefusal::Kind::System,
+                           "is one of the operating system's own directories: every file there would be writable"};
+    return std::nullopt;
+}
+
 ConfineOutcome confine_call(const ConfineRequest& request, const Config& config, const ConfineHost& host) {
     if (request.argv.empty()) throw Error(code::Usage, "no PROGRAM given");
     const std::vector<std::string> chain = backend_chain(request.backend, config, host.defaultChain);
@@ -147,13 +197,14 @@ ConfineOutcome confine_call(const ConfineRequest& request, const Config& config,
         std::vector<std::string> roots = {policy.workspaceRoot};
         roots.insert(roots.end(), policy.writableRoots.begin(), policy.writableRoots.end());
         for (const auto& root : roots) {
-            const std::string which = root == policy.workspaceRoot ? "the workspace root " : "the writable root ";
-            if (!request.allowBroadRoots && broad_root(root, host.home))
-                throw Error(code::BroadRoot, which + root + " is " +
-                                                 (root == "/" ? std::string("the whole file system")
-                                                              : "the home directory or above it (" + host.home.value_or("") + ")") +
-                                                 ": every file there would be writable; choose a narrower root, or opt in "
-                                                 "with --allow-broad-root ([sandbox] allow_broad_roots = true)");
+            const auto refusal = refused_root(root, host.home);
+            if (!refusal || (request.allowBroadRoots && refusal->kind != RootRefusal::Kind::Kernel)) continue;
+            throw Error(code::BroadRoot,
+                        (root == policy.workspaceRoot ? "the workspace root " : "the writable root ") + root + " " + refusal->why +
+                            (refusal->kind == RootRefusal::Kind::Kernel
+                                 ? std::string()
+                                 : "; choose a narrower root, or opt in with --allow-broad-root ([sandbox] "
+                                   "allow_broad_roots = true)"));
         }
         // dsh-confine's own files decide the policy of later calls (the session log, the probe
         // cache, the config) and hold the private temp areas: a root the command may write must

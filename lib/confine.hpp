@@ -71,6 +71,17 @@ std::vector<std::string> find_protected_paths(const std::vector<std::string>& ro
 // Whether `root` is too broad to be writable: `/`, the home directory, or one of its ancestors.
 bool broad_root(const std::string& root, const std::optional<std::string>& home);
 
+// Why a canonical directory may not be a writable root in workspace-write. `Broad` (`/`, the home
+// directory or above) and `System` (the operating system's own directories) are accepted with the
+// opt-in (--allow-broad-root, [sandbox] allow_broad_roots); `Kernel` (/proc, /sys, /dev and below)
+// never is. `why` completes "the writable root ROOT ..." in BROAD_ROOT's message.
+struct RootRefusal {
+    enum class Kind { Broad, System, Kernel };
+    Kind kind;
+    std::string why;
+};
+std::optional<RootRefusal> refused_root(const std::string& root, const std::optional<std::string>& home);
+
 // Why nothing will run. `code` is the stable code: COMMAND_NOT_FOUND, COMMAND_NOT_EXECUTABLE,
 // SANDBOX_UNAVAILABLE or ENFORCEMENT_PARTIAL; the caller picks the exit status.
 struct ConfineFailure {
@@ -99,8 +110,8 @@ std::vector<std::string> backend_chain(const std::optional<std::string>& forced,
 
 // In order: the chain (a bad --backend is USAGE in every mode), PROGRAM on PATH (before
 // anything is confined, so every backend gives the same answer), danger-full-access (the
-// original argv, no backend), in workspace-write every root neither broad (BROAD_ROOT) nor
-// holding dsh-confine's own paths (OWN_STATE_IN_ROOT), the session's temp area (workspace-write), the provider, and
+// original argv, no backend), in workspace-write every root neither refused by refused_root
+// (BROAD_ROOT) nor holding dsh-confine's own paths (OWN_STATE_IN_ROOT), the session's temp area (workspace-write), the provider, and
 // --require-full. Hopeless errors (USAGE, SESSION, STATE) are thrown as dsh::Error.
 ConfineOutcome confine_call(const ConfineRequest& request, const Config& config, const ConfineHost& host);
 

@@ -161,32 +161,57 @@ bool bind_onto_itself(const std::string& path, bool read_only, std::string& why)
     return true;
 }
 
-// A protected path inside a root: every directory between the root and it is bound onto itself
-// (so none can be renamed away), then the path itself, read-only.
-bool protect(const std::string& path, const std::vector<Target>& roots, std::string& why) {
+// The writable root that holds `path` below its top (the last one given, as bubblewrap stacks
+// them), or nullptr.
+const Target* root_holding(const std::string& path, const std::vector<Target>& roots) {
     const Target* root = nullptr;
     for (const auto& candidate : roots)
         if (path.size() > candidate.path.size() && path.compare(0, candidate.path.size(), candidate.path) == 0 &&
             (candidate.path == "/" || path[candidate.path.size()] == '/'))
             root = &candidate;
+    return root;
+}
+
+// Every directory between `root` and `path` bound onto itself, so none can be renamed or removed
+// to move `path` aside (a mount point is EBUSY). `path` itself is the caller's to mount.
+bool pin_the_way(const std::string& path, const Target& root, std::string& why) {
+    for (std::size_t slash = path.find('/', root.path.size() + 1); slash != std::string::npos; slash = path.find('/', slash + 1))
+        if (!bind_onto_itself(path.substr(0, slash), false, why)) return false;
+    return true;
+}
+
+// A protected path inside a root: the way to it pinned, then the path itself bound read-only.
+bool protect(const std::string& path, const std::vector<Target>& roots, std::string& why) {
+    const Target* root = root_holding(path, roots);
     if (!root) {
         why = "--protect " + path + " lies in no writable root";
         return false;
     }
-    for (std::size_t slash = path.find('/', root->path.size() + 1); slash != std::string::npos; slash = path.find('/', slash + 1))
-        if (!bind_onto_itself(path.substr(0, slash), false, why)) return false;
-    return bind_onto_itself(path, true, why);
+    return pin_the_way(path, *root, why) && bind_onto_itself(path, true, why);
 }
 
 // A detached tmpfs of its own, read-only, mode 000, holding one empty file of mode 000: what is
 // mounted over a hidden directory (its root) or file (the file).
-bool hide(const std::string& path, std::string& why) {
+// Inside a writable root (`writable`: the roots and the temp area), the way to the path is pinned
+// too: a command that renamed a directory on it would find the path, unhidden, under the new
+// name at its next call.
+bool hide(const std::string& path, const std::vector<Target>& writable, std::string& why) {
     Fd target(posix::open_no_symlinks(path, O_PATH));
     if (!target) {
         if (errno == ENOENT) return true;  // gone since the plan: nothing to read
         why = path + (errno == ELOOP ? ": a component is now a symlink (refused); nothing ran"
                                      : ": " + std::string(std::strerror(errno)));
         return false;
+    }
+    // The pins are new mounts over the directories on the way: the path is opened again through
+    // them, where the command will reach it (a cover on the first descriptor would lie under a pin).
+    if (const Target* root = root_holding(path, writable)) {
+        if (!pin_the_way(path, *root, why)) return false;
+        target = Fd(posix::open_no_symlinks(path, O_PATH));
+        if (!target) {
+            why = errno_text(path);
+            return false;
+        }
     }
     struct stat st {};
     if (fstat(target.get(), &st) != 0) {
@@ -265,8 +290,10 @@ int run_stage(const StageRequest& request, const std::vector<std::string>& argv)
                 return fail(errno_text("covering " + staging));
         for (const auto& path : request.protect)
             if (!protect(path, roots, why)) return fail(why);
+        std::vector<Target> writable = roots;
+        if (!temp_text.empty()) writable.push_back(temp);
         for (const auto& path : request.hide)
-            if (!hide(path, why)) return fail(why);
+            if (!hide(path, writable, why)) return fail(why);
     }
     // /proc read-only (bubblewrap 0.8 leaves /proc/sys writable to root otherwise): bubblewrap
     // remounts it when there are no mounts to make; with them, the stage needed it writable for

@@ -1,6 +1,7 @@
 #include "landlock_rules.hpp"
 
 #include "../../lib/denial_words.hpp"
+#include "../../lib/policy.hpp"
 
 namespace dsh::landlock {
 
@@ -67,9 +68,25 @@ std::vector<std::string> enforcement_gaps(int abi, const SandboxPolicy& policy) 
     if (policy.mode == ConfinedSandboxMode::WorkspaceWrite && !policy.protectedPaths.empty())
         gaps.push_back("protected paths: Landlock cannot take write access back inside a granted root, so " +
                        join(policy.protectedPaths) + " remain writable");
-    if (!policy.unreadablePaths.empty())
-        gaps.push_back("unreadable paths: Landlock cannot take read access back from the readable host, so " +
-                       join(policy.unreadablePaths) + " remain readable");
+    if (!policy.unreadablePaths.empty()) {
+        std::string gap = "unreadable paths: Landlock cannot take read access back from the readable host, so " +
+                          join(policy.unreadablePaths) + " remain readable";
+        // Nor can it keep them where they are: inside a granted root they can be renamed or removed,
+        // as bubblewrap's mount points cannot.
+        // A root itself is not movable: its parent is not granted.
+        const auto below = [](const std::string& path, const std::string& root) {
+            return path != root && !paths_within({path}, root).empty();
+        };
+        std::vector<std::string> movable;
+        if (policy.mode == ConfinedSandboxMode::WorkspaceWrite)
+            for (const auto& path : policy.unreadablePaths) {
+                bool inside = below(path, policy.workspaceRoot);
+                for (const auto& root : policy.writableRoots) inside = inside || below(path, root);
+                if (inside) movable.push_back(path);
+            }
+        if (!movable.empty()) gap += ", and " + join(movable) + " (inside a writable root) can be renamed or removed";
+        gaps.push_back(std::move(gap));
+    }
     return gaps;
 }
 

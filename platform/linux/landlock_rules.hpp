@@ -7,7 +7,10 @@
 //     (Landlock has no hook for setattr or setxattr);
 //   - ioctls on regular files and directories (ABI 5 governs device files only): the runner's
 //     seccomp filter refuses the known metadata-changing ones (tty_guard.hpp), not all;
-//   - IPC with host daemons through sockets, network, process visibility.
+//   - IPC with host daemons through sockets, network, process visibility;
+//   - protected paths (a granted root is granted whole) and unreadable paths (the host is
+//     readable), which inside a writable root can also be renamed or removed: named with their
+//     paths in the policy's gaps.
 // By ABI: truncate(2) of existing files before ABI 3; ioctls on device files before ABI 5.
 // Before ABI 2 every rename or link across directories is refused (EXDEV), even inside the
 // workspace: an over-block, not a gap.

@@ -498,6 +498,47 @@ TEST_P(ReportPath, ASymlinkOnTheReportPathIsRefusedAndNothingRuns) {
     EXPECT_EQ(host_snapshot(out), before) << "OUTSIDE changed";
 }
 
+// A hard link at the report's name: planted by an earlier call's command to a file of the
+// workspace (the review's was the repository's config, which bubblewrap keeps out of reach; any
+// other file will do), or made on the host to a file outside. `run` refuses it (REPORT, 125)
+// before anything runs, and the file behind the other name keeps its content.
+TEST_P(ReportPath, AHardLinkAtTheReportsNameIsRefusedAndNothingRuns) {
+    make_file(ws + "/Makefile", "all:\n\ttrue\n");
+    const e2e::Result plant =
+        dsh(run_args(ws + "/plant.json", {"/bin/sh", "-c", "ln \"$1/Makefile\" \"$1/report.json\"", "sh", ws}), ws);
+    ASSERT_EQ(plant.status, 0) << plant.err;
+    ASSERT_EQ(link((out + "/victim").c_str(), (ws + "/outside.json").c_str()), 0);
+    const std::string makefile_before = host_snapshot(ws + "/Makefile");
+    const std::string before = host_snapshot(out);
+    for (const std::string& report : {ws + "/report.json", ws + "/outside.json"}) {
+        const e2e::Result r = dsh(run_args(report, {"/bin/sh", "-c", "echo ran > \"$1/sentinel\"", "sh", ws}), ws);
+        EXPECT_TRUE(e2e::IsError(r, "REPORT")) << report;
+        EXPECT_NE(r.err.find("has 2 links"), std::string::npos) << r.err;
+        EXPECT_FALSE(exists(ws + "/sentinel")) << report << ": the command ran";
+    }
+    EXPECT_EQ(read_file(ws + "/Makefile"), "all:\n\ttrue\n");
+    EXPECT_EQ(host_snapshot(ws + "/Makefile"), makefile_before);
+    EXPECT_EQ(read_file(out + "/victim"), "victim content\n");
+    EXPECT_EQ(host_snapshot(out), before) << "OUTSIDE changed";
+}
+
+// A link the command makes to the report file while it runs: the report is not written through
+// it (a REPORT line on stderr), and `run` still exits with the command's status.
+TEST_P(ReportPath, AHardLinkMadeDuringTheCallIsNotWrittenThrough) {
+    const e2e::Result r =
+        dsh(run_args(ws + "/report.json", {"/bin/sh", "-c", "ln \"$1/report.json\" \"$1/other-name\" && exit 3", "sh", ws}), ws);
+    EXPECT_EQ(r.status, 3) << r.err;
+    EXPECT_NE(r.err.find("dsh-confine: error: REPORT: " + ws + "/report.json gained another name during the call"),
+              std::string::npos)
+        << r.err;
+    ASSERT_TRUE(exists(ws + "/other-name")) << "the link was not made, so this proves nothing";
+    EXPECT_EQ(read_file(ws + "/other-name"), "");
+    // The control: without the link the same call writes its report.
+    const e2e::Result control = dsh(run_args(ws + "/control.json", {"/bin/sh", "-c", "exit 3"}), ws);
+    EXPECT_EQ(control.status, 3) << control.err;
+    EXPECT_EQ(json::parse(read_file(ws + "/control.json"), nullptr, false).value("exitCode", json()), json(3));
+}
+
 // Reports of dsh-confine's own failures, validated against docs/schemas/report.schema.json by
 // test/e2e/validate_json.py (as test/e2e/json_schema_test.cpp does), next to a successful one.
 const std::string kPython = "/usr/bin/python3";  // Debian's: its jsonschema is the one .ci/setup installs

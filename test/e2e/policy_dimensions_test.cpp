@@ -548,7 +548,56 @@ TEST_P(UnreadablePaths, APathThatDoesNotExistIsInThePolicyNotThePlan) {
     EXPECT_EQ(printed["unreadablePaths"], json::array({secretFile})) << printed.dump();
 }
 
+// An unreadable file and directory inside the workspace, which the command may otherwise write.
+struct InsideTheWorkspace {
+    std::string file, dir;  // ws/private/secret, ws/vault/keys
+    std::vector<std::string> deny() const { return {"--deny-read", file, "--deny-read", dir}; }
+};
+
+// Every way to move them aside: the directories on the way renamed or removed, the paths
+// themselves renamed or removed. A workspace directory without one (`other`) is renamed in the
+// same call: the control that moving is otherwise allowed.
+const char* const kMoveAside =
+    "mv private moved; mv private/secret private/moved; rm -rf private; mv vault/keys vault/moved; "
+    "mv vault vault.moved; rm -rf vault; ln private/secret private/hard; mv other other.moved; true";
+
+class UnreadableInsideARoot : public UnreadablePaths {
+protected:
+    InsideTheWorkspace inside;
+    void SetUp() override {
+        UnreadablePaths::SetUp();
+        if (IsSkipped() || HasFatalFailure()) return;
+        dir("ws/private");
+        inside.file = file("ws/private/secret", fileToken + "\n");
+        file("ws/private/plain", "plain\n");
+        dir("ws/vault");
+        inside.dir = dir("ws/vault/keys");
+        file("ws/vault/keys/inner.txt", dirToken + "\n");
+        dir("ws/other");
+    }
+};
+
+// The call cannot move an unreadable path (or a directory on its way) aside, so the next call with
+// the same option still finds it at its name, hidden.
+TEST_P(UnreadableInsideARoot, BwrapKeepsThemAndTheirWayInPlaceForTheNextCall) {
+    const e2e::Result moved = confined("workspace-write", inside.deny(), kMoveAside);
+    ASSERT_EQ(moved.status, 0) << moved.err;
+    EXPECT_TRUE(exists(ws + "/other.moved") && !exists(ws + "/other")) << "the control rename did not happen";
+    EXPECT_EQ(read_file(inside.file), fileToken + "\n");
+    EXPECT_EQ(read_file(inside.dir + "/inner.txt"), dirToken + "\n");
+    for (const char* name : {"moved", "private/moved", "private/hard", "vault/moved", "vault.moved"})
+        EXPECT_FALSE(exists(ws + "/" + name)) << name;
+    EXPECT_TRUE(contains(moved.err, "Device or resource busy")) << moved.err;
+
+    const e2e::Result second = confined("workspace-write", inside.deny(),
+                                        "cat private/secret vault/keys/inner.txt; grep -r dsh-secret . ; true");
+    ASSERT_EQ(second.status, 0) << second.err;
+    EXPECT_FALSE(contains(second.out, fileToken) || contains(second.out, dirToken)) << "read at the next call: " << second.out;
+    EXPECT_TRUE(contains(second.err, "Permission denied")) << second.err;
+}
+
 INSTANTIATE_TEST_SUITE_P(Linux, UnreadablePaths, ::testing::ValuesIn(combos({"bwrap"})), combo_name);
+INSTANTIATE_TEST_SUITE_P(Linux, UnreadableInsideARoot, ::testing::ValuesIn(combos({"bwrap"})), combo_name);
 
 class UnreadablePathsGap : public UnreadablePaths {};
 
@@ -563,7 +612,26 @@ TEST_P(UnreadablePathsGap, LandlockNamesTheUnreadablePathsItCannotHide) {
     EXPECT_FALSE(gap.empty()) << "an effect the plan does not name got through";
 }
 
+class UnreadableInsideARootGap : public UnreadableInsideARoot {};
+
+// Under Landlock the paths stay readable, and inside a writable root they can be moved aside:
+// the plan's gap says both.
+TEST_P(UnreadableInsideARootGap, LandlockNamesThatTheyCanBeMovedAside) {
+    const json printed = plan("workspace-write", inside.deny());
+    EXPECT_EQ(printed["enforcement"], "partial");
+    const std::string gap = gap_named(printed, "unreadable paths");
+    EXPECT_TRUE(contains(gap, "remain readable")) << gap;
+    EXPECT_TRUE(contains(gap, inside.file + ", " + inside.dir + " (inside a writable root) can be renamed or removed")) << gap;
+    const e2e::Result moved = confined("workspace-write", inside.deny(), kMoveAside);
+    ASSERT_NE(moved.status, 125) << moved.err;
+    if (exists(ws + "/moved/secret")) std::cout << "[ gap      ] an unreadable path was moved aside under Landlock: the named gap\n";
+    EXPECT_TRUE(exists(ws + "/other.moved")) << "the control rename did not happen";
+    // Read-only moves nothing: the gap says nothing of it there.
+    EXPECT_FALSE(contains(gap_named(plan("read-only", inside.deny()), "unreadable paths"), "renamed"));
+}
+
 INSTANTIATE_TEST_SUITE_P(Linux, UnreadablePathsGap, ::testing::ValuesIn(combos({"landlock"})), combo_name);
+INSTANTIATE_TEST_SUITE_P(Linux, UnreadableInsideARootGap, ::testing::ValuesIn(combos({"landlock"})), combo_name);
 
 // --- the network ----------------------------------------------------------------------------
 
@@ -869,6 +937,90 @@ TEST_P(BroadRoots, SlashHomeAndItsAncestorsAreRefusedUnlessOptedIn) {
     EXPECT_EQ(by_config.status, 0) << by_config.err;
     EXPECT_EQ(read_file(above + "/ran"), "ran\n");
     EXPECT_TRUE(IsError(call({"--workspace-root", "/", "--allow-broad-root"}, sentinel), "OWN_STATE_IN_ROOT"));
+}
+
+// The operating system's directories are refused as broad roots are, and accepted with the same
+// opt-in; the kernel's (/proc, /sys, /dev and below) never. Each refused call would have written a
+// sentinel in the workspace, which stays writable in every call, so a call that ran is seen from
+// the host without the command ever writing a system directory.
+TEST_P(BroadRoots, SystemDirectoriesAreBroadRootsAndTheKernelsAreNeverRoots) {
+    const std::string sentinel = ws + "/ran";
+    const auto call = [&](const std::vector<std::string>& options_) {
+        std::vector<std::string> argv = {"--backend", backend(), "--mode", "workspace-write"};
+        argv.insert(argv.end(), options_.begin(), options_.end());
+        argv.insert(argv.end(), {"--", "/bin/sh", "-c", "echo ran > \"$1\"", "sh", sentinel});
+        return dsh(argv);
+    };
+    const auto refused = [&](const e2e::Result& r, const std::string& root, bool kernel) {
+        const ::testing::AssertionResult error = IsError(r, "BROAD_ROOT");
+        if (!error) return error;
+        if (exists(sentinel)) return ::testing::AssertionFailure() << "the command ran";
+        if (!contains(r.err, " " + root + " ")) return ::testing::AssertionFailure() << "the root is not named: " << r.err;
+        if (kernel != contains(r.err, "refused even with --allow-broad-root"))
+            return ::testing::AssertionFailure() << "wrong reason: " << r.err;
+        return ::testing::AssertionSuccess();
+    };
+    // The control: an ordinary extra root under /var/tmp runs, and the sentinel shows it.
+    ASSERT_EQ(call({"--workspace-root", ws, "--writable-root", dir("extra")}).status, 0);
+    ASSERT_EQ(read_file(sentinel), "ran\n");
+    fs::remove(sentinel);
+
+    const std::vector<std::string> system = {"/etc", "/usr/local", "/var", "/var/lib", "/boot", "/run", "/root"};
+    const std::vector<std::string> kernel = {"/proc", "/proc/sys", "/sys", "/dev", "/dev/shm"};
+    for (const bool is_kernel : {false, true})
+        for (const auto& root : is_kernel ? kernel : system) {
+            EXPECT_TRUE(refused(call({"--workspace-root", ws, "--writable-root", root}), root, is_kernel)) << root;
+            EXPECT_TRUE(refused(call({"--workspace-root", root, "--writable-root", ws}), root, is_kernel)) << root;
+        }
+    // Opted in, a system directory is accepted; the kernel's are not, and /proc no longer meets a
+    // false "replaced since" at the stage.
+    ASSERT_EQ(call({"--workspace-root", ws, "--writable-root", "/var/lib", "--allow-broad-root"}).status, 0);
+    EXPECT_EQ(read_file(sentinel), "ran\n");
+    fs::remove(sentinel);
+    for (const auto& root : kernel) {
+        const e2e::Result r = call({"--workspace-root", ws, "--writable-root", root, "--allow-broad-root"});
+        EXPECT_TRUE(refused(r, root, true)) << root;
+        EXPECT_FALSE(contains(r.err, "replaced since")) << r.err;
+    }
+    // Roots are canonical before the check: a symlink into /etc is /etc.
+    const std::string link = *base / "etc-link";
+    fs::create_symlink("/etc", link);
+    EXPECT_TRUE(refused(call({"--workspace-root", ws, "--writable-root", link}), "/etc", false));
+    // A printed plan and `run` refuse the same way, and `run`'s report says why.
+    EXPECT_TRUE(refused(dsh({"--print", "--format", "shell", "--backend", backend(), "--mode", "workspace-write",
+                             "--writable-root", "/etc", "--", "/bin/sh", "-c", "echo ran > \"$1\"", "sh", sentinel}),
+                        "/etc", false));
+    const std::string report = *base / "report.json";
+    EXPECT_TRUE(refused(dsh({"run", "--report", report, "--backend", backend(), "--mode", "workspace-write",
+                             "--writable-root", "/proc", "--", "/bin/sh", "-c", "echo ran > \"$1\"", "sh", sentinel}),
+                        "/proc", true));
+    EXPECT_EQ(parse(read_file(report))["error"]["code"], "BROAD_ROOT") << read_file(report);
+
+    // The configuration: the same rule, and allow_broad_roots is the same opt-in.
+    const std::string config = *base / "config.toml";
+    e2e::write_file(config, "[sandbox]\nwritable_roots = [\"/etc\"]\n");
+    own(config);
+    EXPECT_TRUE(refused(call({"--config", config, "--workspace-root", ws}), "/etc", false));
+    e2e::write_file(config, "[sandbox]\nwritable_roots = [\"/sys\"]\nallow_broad_roots = true\n");
+    EXPECT_TRUE(refused(call({"--config", config, "--workspace-root", ws}), "/sys", true));
+    e2e::write_file(config, "[sandbox]\nworkspace_root = \"/usr/local\"\nwritable_roots = [\"" + ws + "\"]\n");
+    EXPECT_TRUE(refused(call({"--config", config}), "/usr/local", false));
+
+    // A session's recorded roots: its cwd and its extra roots are checked at every call.
+    for (const auto& [id, start] : std::vector<std::pair<std::string, std::vector<std::string>>>{
+             {"etc-root", {"--cwd", ws, "--writable-root", "/etc"}},
+             {"proc-root", {"--cwd", ws, "--writable-root", "/proc"}},
+             {"etc-cwd", {"--cwd", "/etc", "--writable-root", ws}}}) {
+        std::vector<std::string> argv = {"session", "start", id};
+        argv.insert(argv.end(), start.begin(), start.end());
+        ASSERT_EQ(dsh(argv).status, 0) << id;
+        ASSERT_EQ(dsh({"session", "mode", id, "workspace-write"}).status, 0) << id;
+        const std::string root = id == "etc-root" || id == "etc-cwd" ? "/etc" : "/proc";
+        EXPECT_TRUE(refused(dsh({"--session", id, "--backend", backend(), "--", "/bin/sh", "-c", "echo ran > \"$1\"", "sh",
+                                 sentinel}),
+                            root, id == "proc-root"))
+            << id;
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Linux, BroadRoots, ::testing::ValuesIn(combos({"bwrap", "landlock"}, {"vartmp"})), combo_name);

@@ -705,6 +705,27 @@ TEST(LandlockDimensions, GapsNameTheSignalsBeforeAbiSixAndEveryPathItCannotKeep)
                                      "protected paths:"));
 }
 
+TEST(LandlockDimensions, TheUnreadablePathsGapSaysWhichCanBeMovedAsideInsideAWritableRoot) {
+    SandboxPolicy policy = dimensions_policy(ConfinedSandboxMode::WorkspaceWrite);
+    policy.workspaceRoot = "/home/u/ws";
+    policy.unreadablePaths = {"/home/u/.ssh", "/home/u/extra/key", "/home/u/ws", "/home/u/ws/private/secret"};
+    const auto gap_of = [](const Argv& gaps) {
+        for (const auto& gap : gaps)
+            if (gap.rfind("unreadable paths:", 0) == 0) return gap;
+        return std::string();
+    };
+    const std::string gap = gap_of(landlock::enforcement_gaps(7, policy));
+    EXPECT_NE(gap.find("/home/u/.ssh, /home/u/extra/key, /home/u/ws, /home/u/ws/private/secret remain readable"),
+              std::string::npos)
+        << gap;
+    EXPECT_NE(gap.find(", and /home/u/extra/key, /home/u/ws/private/secret (inside a writable root) can be renamed or removed"),
+              std::string::npos)
+        << gap;
+    // In read-only nothing can be moved.
+    policy.mode = ConfinedSandboxMode::ReadOnly;
+    EXPECT_EQ(gap_of(landlock::enforcement_gaps(7, policy)).find("renamed"), std::string::npos);
+}
+
 TEST(LandlockDimensions, RunnerArgvCarriesTheExtraRootsAndTheNetwork) {
     landlock::RunnerArgs args = landlock::runner_args(dimensions_policy(ConfinedSandboxMode::WorkspaceWrite), 1000);
     EXPECT_EQ(args.writableRoots, Argv{"/home/u/extra"});

@@ -360,6 +360,79 @@ TEST_F(Confine, ABroadRootIsRefusedBeforeAnyBackendUnlessOptedIn) {
     EXPECT_TRUE(confine_call(opted, config, h).plan.has_value());
 }
 
+TEST(RefusedRoot, TheOperatingSystemsDirectoriesAreRefusedLikeBroadRoots) {
+    const std::optional<std::string> home = "/home/u";
+    const auto kind = [&](const std::string& root) { return refused_root(root, home).value_or(RootRefusal{}).kind; };
+    const auto refused = [&](const std::string& root) { return refused_root(root, home).has_value(); };
+    // The directory itself.
+    for (const char* root : {"/bin", "/boot", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/sbin", "/usr", "/var",
+                             "/opt", "/srv", "/run", "/root", "/mnt", "/media"}) {
+        EXPECT_TRUE(refused(root)) << root;
+        EXPECT_EQ(kind(root), RootRefusal::Kind::System) << root;
+    }
+    // `/home` is above the home directory: broad, and so is `/`.
+    EXPECT_EQ(kind("/home"), RootRefusal::Kind::Broad);
+    EXPECT_EQ(kind("/"), RootRefusal::Kind::Broad);
+    EXPECT_EQ(refused_root("/home", std::nullopt).value_or(RootRefusal{}).kind, RootRefusal::Kind::System);
+    // Everything under these.
+    for (const char* root : {"/usr/local", "/usr/local/src/x", "/etc/ssh", "/boot/efi", "/lib/modules", "/sbin/x",
+                             "/var/lib/dpkg", "/var/log/journal", "/var/cache/apt", "/var/spool/cron", "/var/mail/u",
+                             "/var/backups/x", "/run/user/1000", "/run/systemd"}) {
+        EXPECT_TRUE(refused(root)) << root;
+        EXPECT_EQ(kind(root), RootRefusal::Kind::System) << root;
+    }
+    // Where builds live, and names that only start like a system directory.
+    for (const char* root : {"/var/tmp", "/var/tmp/build", "/srv/x", "/opt/x", "/home/u/project", "/home/u2", "/root/src",
+                             "/mnt/data", "/media/usb/x", "/tmp/ws", "/usrx", "/etcetera", "/var/library", "/variable",
+                             "/runner/ws", "/devel", "/process", "/system"})
+        EXPECT_FALSE(refused(root)) << root;
+    // The root caller's home is /root: broad itself, its subtree accepted.
+    EXPECT_EQ(refused_root("/root", std::string("/root")).value_or(RootRefusal{}).kind, RootRefusal::Kind::Broad);
+    EXPECT_FALSE(refused_root("/root/src", std::string("/root")).has_value());
+}
+
+TEST(RefusedRoot, TheKernelsFileSystemsAreRefusedWhateverTheHome) {
+    for (const char* root : {"/proc", "/proc/sys", "/proc/1/root", "/sys", "/sys/kernel", "/dev", "/dev/shm", "/dev/pts"}) {
+        for (const std::optional<std::string>& home : {std::optional<std::string>("/home/u"), std::optional<std::string>(),
+                                                       std::optional<std::string>(root)}) {
+            const auto refusal = refused_root(root, home);
+            ASSERT_TRUE(refusal.has_value()) << root;
+            EXPECT_EQ(refusal->kind, RootRefusal::Kind::Kernel) << root;
+            EXPECT_NE(refusal->why.find("refused even with --allow-broad-root"), std::string::npos) << refusal->why;
+        }
+    }
+}
+
+TEST_F(Confine, SystemRootsAreBroadRootsAndKernelRootsAreRefusedEvenOptedIn) {
+    factory.add("bwrap");
+    ConfineHost h = host();
+    h.home = "/home/u";
+    ConfineRequest etc = request(SandboxMode::WorkspaceWrite);
+    etc.policy.writableRoots = {"/etc"};
+    std::string message = error_of(code::BroadRoot, [&] { confine_call(etc, config, h); });
+    EXPECT_NE(message.find("the writable root /etc is one of the operating system's own directories, holding"), std::string::npos)
+        << message;
+    EXPECT_NE(message.find("--allow-broad-root"), std::string::npos) << message;
+    ConfineRequest usr_local = request(SandboxMode::WorkspaceWrite);
+    usr_local.policy.workspaceRoot = "/usr/local";
+    message = error_of(code::BroadRoot, [&] { confine_call(usr_local, config, h); });
+    EXPECT_NE(message.find("the workspace root /usr/local lies in /usr, one of the operating system's own"), std::string::npos) << message;
+    ConfineRequest proc = request(SandboxMode::WorkspaceWrite);
+    proc.policy.writableRoots = {"/proc"};
+    proc.allowBroadRoots = true;
+    message = error_of(code::BroadRoot, [&] { confine_call(proc, config, h); });
+    EXPECT_NE(message.find("the writable root /proc is one of the kernel's own file systems"), std::string::npos)
+        << message;
+    EXPECT_EQ(message.find("opt in"), std::string::npos) << message;
+    EXPECT_EQ(factory.made, 0);
+    // Opted in, a system directory is accepted; read-only writes nothing and refuses none.
+    etc.allowBroadRoots = true;
+    EXPECT_TRUE(confine_call(etc, config, h).plan.has_value());
+    ConfineRequest read_only = request(SandboxMode::ReadOnly);
+    read_only.policy.workspaceRoot = "/proc";
+    EXPECT_TRUE(confine_call(read_only, config, h).plan.has_value());
+}
+
 // Protected paths are found on the file system as bubblewrap will see them: POSIX paths.
 #if !defined(_WIN32)
 namespace fs = std::filesystem;
