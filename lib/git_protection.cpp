@@ -180,9 +180,9 @@ private:
             plan_.keptInPlace.push_back(r->path);
     }
 
-    // A git directory: `through_directory` when git finds it as a `.git` directory (then an
-    // invalid one makes git try the directory above as a bare repository: checked at the end).
-    void repository(const std::string& gitdir, bool through_directory) {
+    // A git directory (`through_directory`: git finds it as a `.git` directory, not by a `.git`
+    // file's name).
+    void repository(const std::string& gitdir, [[maybe_unused]] bool through_directory) {
         if (!seen_.insert(gitdir).second || seen_.size() > kMaxRepositories) return;
         plan_.repositories.push_back(gitdir);
         const fs::path git(gitdir);
@@ -194,9 +194,9 @@ private:
             read_only(git);
             if (common) read_only(*common);
         } else {
-            std::vector<fs::path> directories = {git};
-            if (common && *common != gitdir) directories.push_back(*common);
-            for (const auto& directory : directories) {
+            // Config, hooks, objects and refs are the common directory's; a linked worktree's own
+            // git directory holds its HEAD, its config.worktree and the commondir naming the rest.
+            for (const auto& directory : {shared}) {
                 read_only(directory / "config");
                 made(directory / "hooks", true);
                 kept_directory(directory / "objects");
@@ -205,7 +205,10 @@ private:
             if (worktree_config) made(git / "config.worktree", false);
             else read_only(git / "config.worktree");
             read_only(git / "commondir");
-            if (through_directory && inside_roots(gitdir)) plan_.checkedAtEnd.push_back(gitdir);
+            // Every git directory inside a root: one found as a `.git` directory makes git try the
+            // directory above as a bare repository when it is invalid, and any can be given a
+            // `commondir` that sends git to another directory's config and hooks.
+            if (inside_roots(gitdir)) plan_.checkedAtEnd.push_back(gitdir);
         }
         modules(git / "modules", 0);
         if (common) modules(shared / "modules", 0);
