@@ -89,6 +89,7 @@ std::vector<CLI::Option*> add_policy_options(CLI::App& app, PolicyOptions& optio
     text("--writable-root", options.writableRoots, "DIR writable beside the workspace in workspace-write (absolute; repeatable)");
     text("--deny-read", options.denyRead, "PATH the command must not read (absolute; repeatable)");
     text("--network", options.network, "allow (default) or deny: IP traffic and host daemons' sockets");
+    text("--git", options.git, "protect (default) | read-only | writable: what the command may do to git's repositories");
     flag("--allow-broad-root", options.allowBroadRoot,
          "let a writable root be /, the home directory or above it, or an operating-system directory "
          "(refused otherwise; /proc, /sys and /dev never)");
@@ -376,6 +377,10 @@ void add_subcommands(CLI::App& app, Subcommands& c, const Named& wanted, const N
         c.stage->add_option("--status-fd", c.bs.statusFd, "write 'S' just before exec, 'F' on failure, to fd N");
         c.stage->add_option("--keep-fd", c.bs.keepFds, "pass descriptor N on to the command (repeatable)");
         c.stage->add_option("--protect", c.bs.protect, "PATH inside a root kept read-only (repeatable)");
+        c.stage->add_option("--protect-dir", c.bs.protectDirs, "PATH kept read-only, made an empty directory first (repeatable)");
+        c.stage->add_option("--protect-file", c.bs.protectFiles, "PATH kept read-only, made an empty file first (repeatable)");
+        c.stage->add_option("--pin", c.bs.pin, "PATH inside a root kept in place, writable (repeatable)");
+        c.stage->add_option("--git-check", c.bs.gitCheck, "GITDIR whose validity is restored when the call ends (repeatable)");
         c.stage->add_option("--hide", c.bs.hide, "PATH made unreadable (repeatable)");
         c.stage->add_option_function<std::string>(
             "--network", [&c](const std::string& value) {

@@ -38,6 +38,7 @@ struct PolicyOptions {
     std::vector<std::string> writableRoots;  // --writable-root
     std::vector<std::string> denyRead;       // --deny-read
     std::string network;                     // --network: allow, deny, or empty
+    std::string git;                         // --git: protect, read-only, writable, or empty
     bool allowBroadRoot = false;             // --allow-broad-root
 };
 

@@ -41,6 +41,14 @@ Resolved resolve(const PolicyOptions& options) {
             throw Error(code::Usage, message + "; networks: allow, deny");
         }
     }
+    if (!options.git.empty()) {
+        request.git = parse_git_mode(options.git);
+        if (!request.git) {
+            std::string message = "unknown git mode '" + options.git + "'";
+            if (auto close = did_you_mean(options.git, {"protect", "read-only", "writable"})) message += " (did you mean '" + *close + "'?)";
+            throw Error(code::Usage, message + "; git modes: protect, read-only, writable");
+        }
+    }
     if (const char* home = std::getenv("HOME"); home && *home) request.home = home;
     std::optional<posix::StateDirStorage> storage;
     if (!options.session.empty()) {

@@ -345,7 +345,7 @@ Config parse_config(std::string_view text, const std::string& source) {
     if (const toml::table* sandbox = top.table("sandbox")) {
         TableReader reader(source, shielded, *sandbox, "[sandbox]",
                            {"default_mode", "workspace_root", "writable_roots", "protected_paths", "deny_read", "network",
-                            "allow_broad_roots"});
+                            "allow_broad_roots", "git"});
         if (auto mode = reader.string("default_mode")) {
             config.defaultMode = parse_sandbox_mode(*mode);
             if (!config.defaultMode)
@@ -392,6 +392,11 @@ Config parse_config(std::string_view text, const std::string& source) {
                 reader.bad_value(*reader.find("network"), "[sandbox] network '" + *network + "' must be allow or deny");
         }
         if (auto broad = reader.boolean("allow_broad_roots")) config.allowBroadRoots = *broad;
+        if (auto git = reader.string("git")) {
+            config.git = parse_git_mode(*git);
+            if (!config.git)
+                reader.bad_value(*reader.find("git"), "[sandbox] git '" + *git + "' must be protect, read-only or writable");
+        }
     }
 
     if (const toml::table* provider = top.table("provider")) {

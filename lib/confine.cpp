@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <array>
 #include <filesystem>
-#include <fstream>
 #include <utility>
 
 #include "error.hpp"
+#include "git_protection.hpp"
 #include "policy.hpp"
 
 namespace dsh {
@@ -34,44 +34,6 @@ std::optional<ConfineFailure> unrunnable_program(const std::string& program, con
 
 namespace {
 
-// The gitdir a `.git` file names ("gitdir: PATH", relative to the file's directory), canonical.
-std::optional<std::filesystem::path> gitdir_of(const std::filesystem::path& root) {
-    namespace fs = std::filesystem;
-    std::error_code ec;
-    const fs::path dot_git = root / ".git";
-    if (!fs::is_regular_file(fs::symlink_status(dot_git, ec))) return std::nullopt;
-    std::ifstream in(dot_git);
-    std::string line;
-    if (!std::getline(in, line) || line.rfind("gitdir:", 0) != 0) return std::nullopt;
-    std::string target = line.substr(7);
-    while (!target.empty() && (target.front() == ' ' || target.front() == '\t')) target.erase(target.begin());
-    while (!target.empty() && (target.back() == '\r' || target.back() == ' ')) target.pop_back();
-    if (target.empty()) return std::nullopt;
-    const fs::path canonical = fs::weakly_canonical(fs::path(target).is_absolute() ? fs::path(target) : root / target, ec);
-    if (ec) return std::nullopt;
-    return canonical;
-}
-
-// A worktree's gitdir names the repository's common dir (hooks and config live there).
-std::optional<std::filesystem::path> commondir_of(const std::filesystem::path& gitdir) {
-    namespace fs = std::filesystem;
-    std::error_code ec;
-    std::ifstream in(gitdir / "commondir");
-    std::string line;
-    if (!in || !std::getline(in, line)) return std::nullopt;
-    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
-    if (line.empty()) return std::nullopt;
-    const fs::path canonical = fs::weakly_canonical(fs::path(line).is_absolute() ? fs::path(line) : gitdir / line, ec);
-    if (ec) return std::nullopt;
-    return canonical;
-}
-
-bool inside_any(const std::string& path, const std::vector<std::string>& roots) {
-    for (const auto& root : roots)
-        if (!paths_within({path}, root).empty()) return true;
-    return false;
-}
-
 ConfineOutcome failed(std::string code, std::string message, std::vector<CandidateRejection> candidates = {}) {
     ConfineOutcome out;
     out.failure = ConfineFailure{std::move(code), std::move(message), std::move(candidates)};
@@ -79,42 +41,6 @@ ConfineOutcome failed(std::string code, std::string message, std::vector<Candida
 }
 
 }  // namespace
-
-std::vector<std::string> find_protected_paths(const std::vector<std::string>& roots, const std::vector<std::string>& patterns) {
-    namespace fs = std::filesystem;
-    std::vector<std::string> found;
-    const auto add_if_present = [&](const fs::path& path) {
-        std::error_code ec;
-        const fs::file_status status = fs::symlink_status(path, ec);
-        // A symlink cannot be kept read-only in place (it is not a mount point); docs/security.md.
-        if (ec || !fs::exists(status) || fs::is_symlink(status)) return;
-        const std::string text = path.lexically_normal().string();
-        if (inside_any(text, roots)) found.push_back(text);
-    };
-    for (const auto& root : roots) {
-        for (const auto& pattern : patterns) add_if_present(fs::path(root) / pattern);
-        const auto gitdir = gitdir_of(root);
-        if (!gitdir) continue;
-        const auto common = commondir_of(*gitdir);
-        bool git_patterns = false;
-        for (const auto& pattern : patterns) {
-            if (pattern.rfind(".git/", 0) != 0) continue;
-            git_patterns = true;
-            const std::string rest = pattern.substr(5);
-            add_if_present(*gitdir / rest);
-            if (common) add_if_present(*common / rest);
-        }
-        // The `.git` file and the gitdir's `commondir` say where git takes its config and hooks
-        // from: rewritten, they would point the caller's next git at a directory the command made.
-        if (git_patterns) {
-            add_if_present(fs::path(root) / ".git");
-            add_if_present(*gitdir / "commondir");
-        }
-    }
-    std::sort(found.begin(), found.end());
-    found.erase(std::unique(found.begin(), found.end()), found.end());
-    return found;
-}
 
 bool broad_root(const std::string& root, const std::optional<std::string>& home) {
     if (root == "/") return true;
@@ -219,7 +145,12 @@ ConfineOutcome confine_call(const ConfineRequest& request, const Config& config,
                                         ", dsh-confine's own state or configuration, which a confined command must not be "
                                         "able to write; choose a root that does not contain it, or keep the state elsewhere "
                                         "($DSH_CONFINE_STATE_DIR, $XDG_CACHE_HOME, $XDG_CONFIG_HOME)");
-        policy.protectedPaths = find_protected_paths(roots, request.policy.protectedPaths);
+        policy.git = plan_git_protection(roots, request.policy.git, request.policy.protectedPaths);
+        for (const auto* list : {&policy.git.readOnly, &policy.git.madeDirectories, &policy.git.madeFiles})
+            policy.protectedPaths.insert(policy.protectedPaths.end(), list->begin(), list->end());
+        std::sort(policy.protectedPaths.begin(), policy.protectedPaths.end());
+    } else {
+        policy.git.mode = request.policy.git;
     }
     for (const auto& path : request.policy.unreadablePaths) {
         std::error_code ec;

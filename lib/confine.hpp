@@ -61,13 +61,6 @@ struct ConfineRequest {
     bool allowBroadRoots = false;         // --allow-broad-root or [sandbox] allow_broad_roots
 };
 
-// The protected paths of `patterns` (relative, e.g. ".git/hooks") that exist at the top of each
-// root, not as a symlink; for a root whose `.git` is a file naming a gitdir (a worktree, a
-// submodule), the `.git/...` patterns apply to that gitdir and to its common dir too, where they
-// lie inside one of the roots, and so do that `.git` file and the gitdir's `commondir` (which
-// choose where git reads config and hooks). Looks at each root's top level only: nothing is walked.
-std::vector<std::string> find_protected_paths(const std::vector<std::string>& roots, const std::vector<std::string>& patterns);
-
 // Whether `root` is too broad to be writable: `/`, the home directory, or one of its ancestors.
 bool broad_root(const std::string& root, const std::optional<std::string>& home);
 

@@ -1,5 +1,6 @@
 #include "plan.hpp"
 
+#include <algorithm>
 #include <limits>
 
 #include "classify.hpp"
@@ -27,6 +28,21 @@ ojson policy_json(const SandboxExecutionPolicy& policy) {
     out["protectedPaths"] = policy.protectedPaths;
     out["unreadablePaths"] = policy.unreadablePaths;
     out["network"] = std::string(to_string(policy.network));
+    out["git"] = std::string(to_string(policy.git));
+    return out;
+}
+
+ojson git_json(const GitPlan& git) {
+    ojson out;
+    out["mode"] = std::string(to_string(git.mode));
+    out["repositories"] = git.repositories;
+    std::vector<std::string> made = git.madeDirectories;
+    made.insert(made.end(), git.madeFiles.begin(), git.madeFiles.end());
+    std::sort(made.begin(), made.end());
+    out["madeIfMissing"] = made;
+    out["keptInPlace"] = git.keptInPlace;
+    out["checkedAtEnd"] = git.checkedAtEnd;
+    out["notes"] = git.notes;
     return out;
 }
 
@@ -56,6 +72,7 @@ ojson plan_json(const Plan& plan) {
         out["protectedPaths"] = c.protectedPaths;
         out["unreadablePaths"] = c.unreadablePaths;
         out["network"] = std::string(to_string(c.network));
+        out["git"] = git_json(c.git);
     } else {
         out["backend"] = nullptr;
         out["enforcement"] = nullptr;
@@ -68,6 +85,7 @@ ojson plan_json(const Plan& plan) {
         out["protectedPaths"] = ojson::array();
         out["unreadablePaths"] = ojson::array();
         out["network"] = nullptr;  // not governed
+        out["git"] = nullptr;      // not governed
     }
     return out;
 }

@@ -171,6 +171,8 @@ SandboxExecutionPolicy resolve_policy(const SandboxPolicyRequest& request,
     if (request.network) policy.network = *request.network;
     else if (session && session->lastNetwork) policy.network = *session->lastNetwork;
     else if (config.network) policy.network = *config.network;
+    if (request.git) policy.git = *request.git;
+    else if (config.git) policy.git = *config.git;
     return policy;
 }
 

@@ -19,6 +19,7 @@ struct SandboxPolicyRequest {
     std::optional<std::vector<std::string>> writableRoots = std::nullopt;  // --writable-root (absolute)
     std::optional<std::vector<std::string>> unreadablePaths = std::nullopt;  // --deny-read (absolute)
     std::optional<NetworkPolicy> network = std::nullopt;                    // --network
+    std::optional<GitMode> git = std::nullopt;                              // --git
     // $HOME, for `~/` in the config's paths; absent: such a path is an error.
     std::optional<std::string> home = std::nullopt;
 };
@@ -39,7 +40,7 @@ struct SessionPolicyView {
 // writable roots: request > the session's > config > none; each canonical, existing, a directory.
 // unreadable paths: request > config > none; canonical where they exist.
 // protected paths: config > [".git/hooks", ".git/config"]. network: request > the session's last
-// network event > config > allow.
+// network event > config > allow. git: request > config > protect.
 SandboxExecutionPolicy resolve_policy(const SandboxPolicyRequest& request,
                                       const std::optional<SessionPolicyView>& session,
                                       const Config& config, const std::string& process_cwd);

@@ -27,6 +27,22 @@ std::optional<NetworkPolicy> parse_network_policy(std::string_view text) {
     return std::nullopt;
 }
 
+std::string_view to_string(GitMode mode) {
+    switch (mode) {
+        case GitMode::Protect: return "protect";
+        case GitMode::ReadOnly: return "read-only";
+        case GitMode::Writable: return "writable";
+    }
+    return "protect";
+}
+
+std::optional<GitMode> parse_git_mode(std::string_view text) {
+    if (text == "protect") return GitMode::Protect;
+    if (text == "read-only") return GitMode::ReadOnly;
+    if (text == "writable") return GitMode::Writable;
+    return std::nullopt;
+}
+
 std::optional<SandboxMode> parse_sandbox_mode(std::string_view text) {
     if (text == "read-only") return SandboxMode::ReadOnly;
     if (text == "workspace-write") return SandboxMode::WorkspaceWrite;

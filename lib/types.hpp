@@ -26,6 +26,25 @@ std::string_view to_string(ConfinedSandboxMode mode);
 std::string_view to_string(SandboxEnforcement enforcement);
 std::string_view to_string(NetworkPolicy network);
 std::optional<NetworkPolicy> parse_network_policy(std::string_view text);
+
+// What the call may do to git's repositories inside the writable roots (lib/git_protection.hpp).
+enum class GitMode { Protect, ReadOnly, Writable };
+std::string_view to_string(GitMode mode);
+std::optional<GitMode> parse_git_mode(std::string_view text);
+
+// The git protection planned for one call (lib/git_protection.hpp finds it): absolute paths.
+struct GitPlan {
+    GitMode mode = GitMode::Protect;
+    std::vector<std::string> repositories = {};  // the git directories found inside the writable roots
+    std::vector<std::string> readOnly = {};      // kept read-only (also in protectedPaths)
+    std::vector<std::string> madeDirectories = {};  // read-only, made empty first where missing (a .git/hooks)
+    std::vector<std::string> madeFiles = {};        // the same for files (a config.worktree git would read)
+    std::vector<std::string> keptInPlace = {};   // writable, but not removable, renamable or replaceable
+    std::vector<std::string> checkedAtEnd = {};  // git directories whose validity is restored when the call ends
+    std::vector<std::string> notes = {};         // what the protection does not cover here
+
+    bool operator==(const GitPlan&) const = default;
+};
 std::optional<SandboxMode> parse_sandbox_mode(std::string_view text);
 std::optional<ConfinedSandboxMode> confined(SandboxMode mode);
 
@@ -45,6 +64,7 @@ struct SandboxExecutionPolicy {
     // Paths the command must not read (absolute, canonical where they exist).
     std::vector<std::string> unreadablePaths = {};
     NetworkPolicy network = NetworkPolicy::Allow;
+    GitMode git = GitMode::Protect;
 
     bool operator==(const SandboxExecutionPolicy&) const = default;
 };
@@ -71,6 +91,8 @@ struct SandboxPolicy {
     // Absolute, canonical, existing paths the command must not read.
     std::vector<std::string> unreadablePaths = {};
     NetworkPolicy network = NetworkPolicy::Allow;
+    // Git's repositories inside the writable roots (workspace-write; its mode in read-only too).
+    GitPlan git = {};
 
     bool operator==(const SandboxPolicy&) const = default;
 };
@@ -105,6 +127,7 @@ struct ConfinedArgv {
     std::vector<std::string> protectedPaths = {};   // kept read-only by this backend (or named in a gap)
     std::vector<std::string> unreadablePaths = {};  // hidden by this backend (or named in a gap)
     NetworkPolicy network = NetworkPolicy::Allow;
+    GitPlan git = {};  // as planned; a backend that cannot keep it names that in enforcementGaps
 
     bool operator==(const ConfinedArgv&) const = default;
 };

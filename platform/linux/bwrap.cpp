@@ -146,7 +146,12 @@ Expected<ConfinedArgv> BwrapBackend::confine(const std::vector<std::string>& arg
     ConfinedArgv out;
     out.argv = build_argv(layout, argv, policy);
     out.backend = name();
-    out.enforcement = SandboxEnforcement::Full;
+    // The stage that restores the repositories when the call ends must outlive the command: only
+    // Landlock's signal scope (ABI 6) keeps the command from killing it first.
+    if (!policy.git.checkedAtEnd.empty() && linux_host::landlock_abi() < 6)
+        out.enforcementGaps.push_back("git: without Landlock's signal scope (ABI 6) the command can kill the stage before "
+                                      "it restores a repository the command left invalid");
+    out.enforcement = out.enforcementGaps.empty() ? SandboxEnforcement::Full : SandboxEnforcement::Partial;
     out.denialSignatures = bwrap::denial_signatures(policy);
     out.runnerFailureRules = dialect().runnerFailureRules;
     out.writableRoots = writable_roots(policy, layout);
@@ -155,6 +160,7 @@ Expected<ConfinedArgv> BwrapBackend::confine(const std::vector<std::string>& arg
     out.protectedPaths = policy.protectedPaths;
     out.unreadablePaths = policy.unreadablePaths;
     out.network = policy.network;
+    out.git = policy.git;
     return out;
 }
 

@@ -1,5 +1,7 @@
 #include "bwrap_argv.hpp"
 
+#include <algorithm>
+
 #include "../../lib/denial_words.hpp"
 
 namespace dsh::bwrap {
@@ -10,6 +12,10 @@ std::vector<std::string> stage_arguments(const StageRequest& request) {
     if (!request.tempTmpfs.empty()) out.insert(out.end(), {"--temp-tmpfs", request.tempTmpfs});
     for (const auto& root : request.roots) out.insert(out.end(), {"--root", root});
     for (const auto& path : request.protect) out.insert(out.end(), {"--protect", path});
+    for (const auto& path : request.protectDirs) out.insert(out.end(), {"--protect-dir", path});
+    for (const auto& path : request.protectFiles) out.insert(out.end(), {"--protect-file", path});
+    for (const auto& path : request.pin) out.insert(out.end(), {"--pin", path});
+    for (const auto& path : request.gitCheck) out.insert(out.end(), {"--git-check", path});
     for (const auto& path : request.hide) out.insert(out.end(), {"--hide", path});
     if (request.denyNetwork) out.insert(out.end(), {"--network", "deny"});
     out.insert(out.end(), {"--chdir", request.chdir});
@@ -43,7 +49,18 @@ std::vector<std::string> build_argv(const Layout& layout, const std::vector<std:
             out.insert(out.end(), {"--bind", policy.writableRoots[i], staging + "/" + std::to_string(i + 1)});
             stage.roots.push_back(layout.writableRootIds[i] + "@" + policy.writableRoots[i]);
         }
-        stage.protect = policy.protectedPaths;
+        const auto made = [&](const std::string& path) {
+            const auto& dirs = policy.git.madeDirectories;
+            const auto& files = policy.git.madeFiles;
+            return std::find(dirs.begin(), dirs.end(), path) != dirs.end() ||
+                   std::find(files.begin(), files.end(), path) != files.end();
+        };
+        for (const auto& path : policy.protectedPaths)
+            if (!made(path)) stage.protect.push_back(path);
+        stage.protectDirs = policy.git.madeDirectories;
+        stage.protectFiles = policy.git.madeFiles;
+        stage.pin = policy.git.keptInPlace;
+        stage.gitCheck = policy.git.checkedAtEnd;
     } else if (!layout.privateTemp.empty()) {  // the probe: the stage's mount path, tried on a tmpfs
         out.insert(out.end(), {"--perms", "0700", "--tmpfs", staging + "/temp"});
         stage.tempTmpfs = layout.tempDirId + "@" + layout.privateTemp;
@@ -95,7 +112,7 @@ std::vector<std::string> denial_signatures(const SandboxPolicy& policy) {
     // A hidden path is an empty directory or file of mode 000: reading it is EACCES.
     if (!policy.unreadablePaths.empty()) add_denial_words(out, DeniedErrno::Eacces);
     // A protected path is a mount point: renaming or removing it is EBUSY, linking across it EXDEV.
-    if (!policy.protectedPaths.empty()) {
+    if (!policy.protectedPaths.empty() || !policy.git.keptInPlace.empty()) {
         add_denial_words(out, DeniedErrno::Ebusy);
         add_denial_words(out, DeniedErrno::Exdev);
     }
@@ -109,7 +126,12 @@ std::vector<std::string> denial_signatures(const SandboxPolicy& policy) {
 
 Dialect dialect(const std::vector<std::string>& extra_informational_lines) {
     Dialect out;
-    out.denialSignatures = denial_signatures(SandboxPolicy{});  // read-only, no hidden paths, the network allowed
+    // Without a plan, the words of every call that writes and protects (git's paths by default):
+    // a rename or removal of a protected path is EBUSY whatever the call's other options.
+    SandboxPolicy common;
+    common.mode = ConfinedSandboxMode::WorkspaceWrite;
+    common.protectedPaths = {".git/config"};
+    out.denialSignatures = denial_signatures(common);
     RunnerFailureRule rule;
     rule.allowedExitCodes = std::vector<int>{1};
     // From bubblewrap's die() calls (0.1 to 0.13), each with the "bwrap: " prefix every

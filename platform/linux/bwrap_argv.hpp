@@ -34,6 +34,10 @@ struct StageRequest {
     int statusFd = -1;               // 'S' just before execve, 'F' if it failed
     std::vector<int> keepFds;
     std::vector<std::string> protect;  // inside the roots: kept read-only, with every directory between
+    std::vector<std::string> protectDirs;   // the same, made an empty directory first where missing
+    std::vector<std::string> protectFiles;  // the same, made an empty file first where missing
+    std::vector<std::string> pin;      // inside the roots: kept in place (writable), with every directory between
+    std::vector<std::string> gitCheck;  // git directories whose validity the stage restores when the call ends
     std::vector<std::string> hide;     // made unreadable: an empty mode-000 directory or file over each
     bool denyNetwork = false;          // refuse sockets but socketpair(), AF_UNIX where needed, netlink
 };

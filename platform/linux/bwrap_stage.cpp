@@ -4,16 +4,21 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 
 #include <fcntl.h>
 #include <sched.h>
+#include <csignal>
 #include <sys/mount.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "../posix/safe_path.hpp"
+#include "git_check.hpp"
 #include "runner.hpp"
 #include "tty_guard.hpp"
 
@@ -131,9 +136,9 @@ bool proc_read_only() {
     return statvfs("/proc", &st) == 0 && (st.f_flag & ST_RDONLY) != 0;
 }
 
-// Self-binds `path` (reached without symlinks): a mount point cannot be renamed or removed, so
-// neither it nor what lies under it can be moved aside and replaced. `read_only` also makes the
-// new mount (and every mount under it) read-only.
+// Self-binds `path` (reached without symlinks; a symlink at its end is bound itself): a mount
+// point cannot be renamed or removed, so neither it nor what lies under it can be moved aside and
+// replaced. `read_only` also makes the new mount (and every mount under it) read-only.
 bool bind_onto_itself(const std::string& path, bool read_only, std::string& why) {
     Fd at(posix::open_no_symlinks(path, O_PATH));
     if (!at) {
@@ -173,21 +178,56 @@ const Target* root_holding(const std::string& path, const std::vector<Target>& r
 }
 
 // Every directory between `root` and `path` bound onto itself, so none can be renamed or removed
-// to move `path` aside (a mount point is EBUSY). `path` itself is the caller's to mount.
-bool pin_the_way(const std::string& path, const Target& root, std::string& why) {
-    for (std::size_t slash = path.find('/', root.path.size() + 1); slash != std::string::npos; slash = path.find('/', slash + 1))
-        if (!bind_onto_itself(path.substr(0, slash), false, why)) return false;
+// to move `path` aside (a mount point is EBUSY). `path` itself is the caller's to mount. `bound`
+// holds the directories already bound on the way to an earlier path: each is bound once.
+bool pin_the_way(const std::string& path, const Target& root, std::set<std::string>& bound, std::string& why) {
+    for (std::size_t slash = path.find('/', root.path.size() + 1); slash != std::string::npos; slash = path.find('/', slash + 1)) {
+        const std::string directory = path.substr(0, slash);
+        if (bound.count(directory) != 0) continue;
+        if (!bind_onto_itself(directory, false, why)) return false;
+        bound.insert(directory);
+    }
     return true;
 }
 
-// A protected path inside a root: the way to it pinned, then the path itself bound read-only.
-bool protect(const std::string& path, const std::vector<Target>& roots, std::string& why) {
+// A path inside a root kept where it is: the way to it pinned, then the path itself bound onto
+// itself, read-only when `read_only`.
+bool keep_in_place(const std::string& path, bool read_only, const std::vector<Target>& roots, std::set<std::string>& bound,
+                   std::string& why) {
     const Target* root = root_holding(path, roots);
     if (!root) {
-        why = "--protect " + path + " lies in no writable root";
+        why = path + " lies in no writable root";
         return false;
     }
-    return pin_the_way(path, *root, why) && bind_onto_itself(path, true, why);
+    if (!pin_the_way(path, *root, bound, why) || !bind_onto_itself(path, read_only, why)) return false;
+    bound.insert(path);
+    return true;
+}
+
+// Git's own layout made where it is missing (an empty .git/hooks, an empty config.worktree that
+// git would read), in its parent reached without symlinks, before it is kept read-only: a name
+// the command could otherwise create and fill.
+bool make_missing(const std::string& path, bool directory, std::string& why) {
+    const std::size_t slash = path.rfind('/');
+    Fd parent(posix::open_no_symlinks(slash == 0 ? "/" : path.substr(0, slash), O_PATH | O_DIRECTORY));
+    if (!parent) {
+        why = path + (errno == ELOOP ? ": a component is now a symlink (refused); nothing ran"
+                                     : ": " + std::string(std::strerror(errno)));
+        return false;
+    }
+    const std::string name = path.substr(slash + 1);
+    int made = 0;
+    if (directory) {
+        made = mkdirat(parent.get(), name.c_str(), 0777);
+    } else {
+        const int fd = openat(parent.get(), name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+        made = fd < 0 ? -1 : close(fd);
+    }
+    if (made != 0 && errno != EEXIST) {
+        why = errno_text("making " + path);
+        return false;
+    }
+    return true;
 }
 
 // A detached tmpfs of its own, read-only, mode 000, holding one empty file of mode 000: what is
@@ -195,7 +235,7 @@ bool protect(const std::string& path, const std::vector<Target>& roots, std::str
 // Inside a writable root (`writable`: the roots and the temp area), the way to the path is pinned
 // too: a command that renamed a directory on it would find the path, unhidden, under the new
 // name at its next call.
-bool hide(const std::string& path, const std::vector<Target>& writable, std::string& why) {
+bool hide(const std::string& path, const std::vector<Target>& writable, std::set<std::string>& bound, std::string& why) {
     Fd target(posix::open_no_symlinks(path, O_PATH));
     if (!target) {
         if (errno == ENOENT) return true;  // gone since the plan: nothing to read
@@ -206,7 +246,7 @@ bool hide(const std::string& path, const std::vector<Target>& writable, std::str
     // The pins are new mounts over the directories on the way: the path is opened again through
     // them, where the command will reach it (a cover on the first descriptor would lie under a pin).
     if (const Target* root = root_holding(path, writable)) {
-        if (!pin_the_way(path, *root, why)) return false;
+        if (!pin_the_way(path, *root, bound, why)) return false;
         target = Fd(posix::open_no_symlinks(path, O_PATH));
         if (!target) {
             why = errno_text(path);
@@ -258,6 +298,90 @@ bool hide(const std::string& path, const std::vector<Target>& writable, std::str
     return true;
 }
 
+// With repositories to check when the call ends, the stage stays as the command's parent (and
+// the subreaper of what it starts) instead of becoming it: once the command has exited, what it
+// left running is ended, as bubblewrap's init would end it, and then the repositories are
+// restored (git_check.hpp) before the stage exits with the command's status, so the caller's next
+// git, started when dsh-confine returns, finds them restored. The command cannot signal or trace
+// the stage where the stage's Landlock scope holds (the command's domain is its own); a signal
+// sent to the stage by kill (run forwards its signals here) is passed on to the command, and
+// one from the terminal reached the command's process group already.
+volatile sig_atomic_t g_command = 0;
+constexpr int kPassedOn[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
+
+void pass_on(int sig, siginfo_t* info, void*) {
+    if (g_command > 0 && (info->si_code == SI_USER || info->si_code == SI_QUEUE || info->si_code == SI_TKILL))
+        kill(g_command, sig);
+}
+
+int hold_and_check(const linux_runner::Launch& launch, const std::vector<git_check::Recorded>& checks,
+                   const StageRequest& request) {
+    sigset_t all, before;
+    sigfillset(&all);
+    sigprocmask(SIG_BLOCK, &all, &before);
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+    const pid_t child = fork();
+    if (child < 0) {
+        sigprocmask(SIG_SETMASK, &before, nullptr);
+        return fail(errno_text("fork"));
+    }
+    if (child == 0) {
+        sigprocmask(SIG_SETMASK, &before, nullptr);
+        _exit(launch.run());
+    }
+    g_command = child;
+    struct sigaction action {};
+    action.sa_sigaction = pass_on;
+    action.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&action.sa_mask);
+    for (int sig : kPassedOn) sigaction(sig, &action, nullptr);
+    signal(SIGPIPE, SIG_IGN);  // a reader of stderr gone must not stop the repairs
+    sigprocmask(SIG_SETMASK, &before, nullptr);
+    linux_runner::drop_all_capabilities();
+    prctl(PR_SET_DUMPABLE, 0);
+    // Only stderr (for the repairs' lines) and the repositories' descriptors stay open here.
+    if (const int null = open("/dev/null", O_RDWR | O_CLOEXEC); null >= 0) {
+        dup2(null, 0);
+        dup2(null, 1);
+        close(null);
+    }
+    for (int fd : request.keepFds) close(fd);
+    if (request.statusFd >= 0) close(request.statusFd);
+
+    int status = 0;
+    for (;;) {
+        int st = 0;
+        const pid_t done = waitpid(-1, &st, 0);
+        if (done == child) {
+            status = st;
+            break;
+        }
+        if (done < 0 && errno != EINTR) break;
+    }
+    kill(-1, SIGKILL);  // every other process of the sandbox's PID namespace but its init
+    for (;;) {
+        const pid_t done = waitpid(-1, nullptr, 0);
+        if (done < 0 && errno != EINTR) break;
+    }
+    std::vector<std::string> said;
+    for (const auto& check : checks)
+        for (auto& line : git_check::restore(check)) said.push_back(std::move(line));
+    for (const auto& line : said) std::fprintf(stderr, "dsh-confine: git: %s\n", line.c_str());
+    std::fflush(stderr);
+    if (WIFEXITED(status)) _exit(WEXITSTATUS(status));
+    // Ended by a signal: end the same way (bubblewrap's init reports 128+N either way).
+    const int sig = WTERMSIG(status);
+    const rlimit no_core{0, 0};
+    setrlimit(RLIMIT_CORE, &no_core);
+    signal(sig, SIG_DFL);
+    sigset_t only;
+    sigemptyset(&only);
+    sigaddset(&only, sig);
+    sigprocmask(SIG_UNBLOCK, &only, nullptr);
+    raise(sig);
+    _exit(128 + sig);
+}
+
 }  // namespace
 
 int run_stage(const StageRequest& request, const std::vector<std::string>& argv) {
@@ -274,8 +398,9 @@ int run_stage(const StageRequest& request, const std::vector<std::string>& argv)
     if (!temp_text.empty() && !parse_target(temp_text, temp, why)) return fail("--temp " + why);
 
     const std::string staging = kStagingDir;
-    for (const auto& path : request.protect)
-        if (path.empty() || path.front() != '/') return fail("--protect must be an absolute path");
+    for (const auto* list : {&request.protect, &request.protectDirs, &request.protectFiles, &request.pin, &request.gitCheck})
+        for (const auto& path : *list)
+            if (path.empty() || path.front() != '/') return fail("--protect, --pin and --git-check take absolute paths");
     for (const auto& path : request.hide)
         if (path.empty() || path.front() != '/') return fail("--hide must be an absolute path");
     if (!roots.empty() || !temp_text.empty() || !request.hide.empty()) {
@@ -288,12 +413,27 @@ int run_stage(const StageRequest& request, const std::vector<std::string>& argv)
         if (!roots.empty() || !temp_text.empty())
             if (mount("tmpfs", staging.c_str(), "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,mode=0555") != 0)
                 return fail(errno_text("covering " + staging));
-        for (const auto& path : request.protect)
-            if (!protect(path, roots, why)) return fail(why);
+        for (const auto& path : request.protectDirs)
+            if (!make_missing(path, true, why)) return fail(why);
+        for (const auto& path : request.protectFiles)
+            if (!make_missing(path, false, why)) return fail(why);
+        std::set<std::string> bound;
+        for (const auto& path : request.pin)
+            if (!keep_in_place(path, false, roots, bound, why)) return fail(why);
+        for (const auto* list : {&request.protect, &request.protectDirs, &request.protectFiles})
+            for (const auto& path : *list)
+                if (!keep_in_place(path, true, roots, bound, why)) return fail(why);
         std::vector<Target> writable = roots;
         if (!temp_text.empty()) writable.push_back(temp);
         for (const auto& path : request.hide)
-            if (!hide(path, writable, why)) return fail(why);
+            if (!hide(path, writable, bound, why)) return fail(why);
+    }
+    // Recorded before the command starts (lib/git_protection.hpp, git_check.hpp).
+    std::vector<git_check::Recorded> checks;
+    for (const auto& gitdir : request.gitCheck) {
+        auto recorded = git_check::record(gitdir, why);
+        if (!recorded) return fail(why + "; nothing ran");
+        checks.push_back(std::move(*recorded));
     }
     // /proc read-only (bubblewrap 0.8 leaves /proc/sys writable to root otherwise): bubblewrap
     // remounts it when there are no mounts to make; with them, the stage needed it writable for
@@ -317,7 +457,9 @@ int run_stage(const StageRequest& request, const std::vector<std::string>& argv)
     // network namespace: AF_UNIX sockets are refused too (socketpair() still works).
     guard.denyNetwork = request.denyNetwork;
     guard.unixSockets = false;
-    return linux_runner::prepare_launch(argv, request.statusFd, request.keepFds, "BWRAP_STAGE", guard, -1).run();
+    const linux_runner::Launch launch = linux_runner::prepare_launch(argv, request.statusFd, request.keepFds, "BWRAP_STAGE", guard, -1);
+    if (checks.empty()) return launch.run();
+    return hold_and_check(launch, checks, request);
 }
 
 }  // namespace dsh::bwrap

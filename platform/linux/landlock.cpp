@@ -308,6 +308,7 @@ Expected<ConfinedArgv> LandlockBackend::confine(const std::vector<std::string>& 
     out.protectedPaths = policy.protectedPaths;
     out.unreadablePaths = policy.unreadablePaths;
     out.network = policy.network;
+    out.git = policy.git;
     return out;
 }
 

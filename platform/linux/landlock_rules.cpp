@@ -68,6 +68,11 @@ std::vector<std::string> enforcement_gaps(int abi, const SandboxPolicy& policy) 
     if (policy.mode == ConfinedSandboxMode::WorkspaceWrite && !policy.protectedPaths.empty())
         gaps.push_back("protected paths: Landlock cannot take write access back inside a granted root, so " +
                        join(policy.protectedPaths) + " remain writable");
+    if (policy.mode == ConfinedSandboxMode::WorkspaceWrite && policy.git.mode != GitMode::Writable &&
+        !policy.git.repositories.empty())
+        gaps.push_back("git: Landlock can neither keep a repository's files in place nor restore it when the call ends, so "
+                       "the command can plant what a git you run later in " + join(policy.git.repositories) +
+                       " (or in the directory above an invalid one) executes");
     if (!policy.unreadablePaths.empty()) {
         std::string gap = "unreadable paths: Landlock cannot take read access back from the readable host, so " +
                           join(policy.unreadablePaths) + " remain readable";

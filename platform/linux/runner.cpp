@@ -255,6 +255,11 @@ int Launch::run() const noexcept {
     return error == ENOENT ? 127 : 126;
 }
 
+long drop_all_capabilities() noexcept {
+    const char* step = nullptr;
+    return drop_capabilities(step);
+}
+
 bool has_sys_admin() {
     __user_cap_data_struct data[2] = {};
     return capabilities(data) == 0 && (data[CAP_SYS_ADMIN / 32].effective & (1U << (CAP_SYS_ADMIN % 32))) != 0;

@@ -27,6 +27,10 @@ int open_private_base(const std::string& base, std::string& why);
 // Whether the effective set holds CAP_SYS_ADMIN (over this process's own namespaces).
 bool has_sys_admin();
 
+// Every capability dropped now, as Launch::run() drops them (for a process that stays beside the
+// command, such as the stage holding a call open): 0, or -errno.
+long drop_all_capabilities() noexcept;
+
 // Those last steps, made ready in two parts. In run(), in this order: no_new_privs; the guard
 // (tty_guard.hpp); every capability dropped (bounding, ambient, effective, permitted,
 // inheritable, and root's exec-time grant locked off by securebits, so the command cannot

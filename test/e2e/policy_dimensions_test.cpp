@@ -373,11 +373,18 @@ TEST_P(ProtectedPaths, BwrapLetsOrdinaryGitWork) {
     EXPECT_EQ(git(ws, {"rev-list", "--count", "v1"}).out, "2\n");
 }
 
-TEST_P(ProtectedPaths, BwrapProtectsNothingWithAnEmptyList) {
+// protected_paths names extra paths; git's own are the git mode's (--git): an empty list keeps
+// them, and only `git = "writable"` gives them up.
+TEST_P(ProtectedPaths, BwrapKeepsGitsPathsWithAnEmptyListUntilGitIsWritable) {
     make_repo(ws);
-    const std::string config = file("config.toml", "[sandbox]\nprotected_paths = []\n");
-    EXPECT_EQ(plan("workspace-write", {"--config", config})["protectedPaths"], json::array());
-    const e2e::Result r = confined("workspace-write", {"--config", config}, "echo evil > .git/hooks/pre-commit");
+    const std::string empty = file("config.toml", "[sandbox]\nprotected_paths = []\n");
+    EXPECT_EQ(plan("workspace-write", {"--config", empty})["protectedPaths"],
+              json::array({ws + "/.git/config", ws + "/.git/hooks"}));
+    const std::string writable = file("writable.toml", "[sandbox]\nprotected_paths = [\".envrc\"]\ngit = \"writable\"\n");
+    e2e::write_file(ws + "/.envrc", "export A=1\n");
+    own(ws + "/.envrc");
+    EXPECT_EQ(plan("workspace-write", {"--config", writable})["protectedPaths"], json::array({ws + "/.envrc"}));
+    const e2e::Result r = confined("workspace-write", {"--config", writable}, "echo evil > .git/hooks/pre-commit");
     EXPECT_EQ(r.status, 0) << r.err;
     EXPECT_EQ(read_file(ws + "/.git/hooks/pre-commit"), "evil\n");
 }
@@ -397,7 +404,8 @@ TEST_P(ProtectedPaths, BwrapKeepsTheGitDirAndCommonDirOfAGitFile) {
         const std::string wt = *base / ("wt" + n);
         EXPECT_EQ(git(main, {"worktree", "add", "-q", wt}).status, 0);
         return {wt, main + "/.git",
-                {main + "/.git/config", main + "/.git/hooks", main + "/.git/worktrees/wt" + n + "/commondir", wt + "/.git"}};
+                {main + "/.git/config", main + "/.git/hooks", main + "/.git/worktrees/wt" + n + "/commondir",
+                 main + "/.git/worktrees/wt" + n + "/gitdir", wt + "/.git"}};
     };
     const auto separate = [&]() -> Layout {
         const std::string n = std::to_string(made++);

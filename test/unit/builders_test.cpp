@@ -300,13 +300,18 @@ bool contains(const std::vector<std::string>& list, const std::string& item) {
     return std::find(list.begin(), list.end(), item) != list.end();
 }
 
+// Without a plan (classify --backend bwrap), the words of a call that writes and protects git's
+// paths (the default): a refused write to a protected .git/config is EBUSY.
 TEST(BwrapDialect, NamesOnlyWhatBubblewrapProduces) {
     const auto base = bwrap::dialect({}).denialSignatures;
-    EXPECT_TRUE(contains(base, "read-only file system"));
-    EXPECT_TRUE(contains(base, "EROFS"));
-    for (const char* other : {"permission denied", "EACCES", "EXDEV", "EPERM", "operation not permitted"})
+    for (const char* word : {"read-only file system", "EROFS", "EXDEV", "device or resource busy", "EBUSY"})
+        EXPECT_TRUE(contains(base, word)) << word;
+    for (const char* other : {"permission denied", "EACCES", "EPERM", "operation not permitted"})
         EXPECT_FALSE(contains(base, other)) << other;
-    EXPECT_EQ(bwrap::denial_signatures(SandboxPolicy{}), base);
+    const auto read_only = bwrap::denial_signatures(SandboxPolicy{});
+    EXPECT_TRUE(contains(read_only, "EROFS"));
+    EXPECT_FALSE(contains(read_only, "EXDEV"));
+    EXPECT_FALSE(contains(read_only, "EBUSY"));
 }
 
 TEST(BwrapDialect, WorkspaceWriteAddsExdev) {
@@ -315,7 +320,6 @@ TEST(BwrapDialect, WorkspaceWriteAddsExdev) {
     const auto signatures = bwrap::denial_signatures(policy);
     EXPECT_TRUE(contains(signatures, "invalid cross-device link"));
     EXPECT_TRUE(contains(signatures, "EXDEV"));
-    EXPECT_FALSE(contains(bwrap::dialect({}).denialSignatures, "EXDEV"));
 }
 
 TEST(BwrapDialect, HiddenPathsAddEacces) {
@@ -335,8 +339,10 @@ TEST(BwrapDialect, ProtectedPathsAddEbusyAndExdev) {
     const auto signatures = bwrap::denial_signatures(policy);
     for (const char* word : {"device or resource busy", "EBUSY", "invalid cross-device link", "EXDEV"})
         EXPECT_TRUE(contains(signatures, word)) << word;
-    EXPECT_FALSE(contains(bwrap::dialect({}).denialSignatures, "EBUSY"));
-    EXPECT_EQ(bwrap_verdict("mv: cannot move '.git/hooks' to 'h': Device or resource busy\n", 1), Verdict::Failure);
+    EXPECT_EQ(bwrap_verdict("error: could not write config file .git/config: Device or resource busy\n", 255), Verdict::Denial);
+    SandboxPolicy kept;  // a path kept in place (git's objects/) is a mount point too
+    kept.git.keptInPlace = {"/ws/.git/objects"};
+    EXPECT_TRUE(contains(bwrap::denial_signatures(kept), "EBUSY"));
 }
 
 TEST(BwrapDialect, ADeniedNetworkAddsEpermAndEnetunreach) {

@@ -16,6 +16,7 @@
 #include "temp_dir.hpp"
 
 #include "lib/error.hpp"
+#include "lib/git_protection.hpp"
 
 namespace dsh {
 namespace {
@@ -441,48 +442,134 @@ class ProtectedPathsFound : public ::testing::Test {
 protected:
     unit::TempDir tmp;
     const std::vector<std::string> defaults = {".git/hooks", ".git/config"};
+
+    // A git directory as `git init` leaves it (HEAD, config, objects/, refs/, hooks/).
+    std::string repository(const std::string& gitdir, bool hooks = true) {
+        const std::string path = tmp.dir(gitdir);
+        tmp.file(gitdir + "/HEAD", "ref: refs/heads/main\n");
+        tmp.file(gitdir + "/config", "[core]\n\trepositoryformatversion = 0\n");
+        tmp.dir(gitdir + "/objects");
+        tmp.dir(gitdir + "/refs");
+        if (hooks) tmp.dir(gitdir + "/hooks");
+        return path;
+    }
 };
 
-TEST_F(ProtectedPathsFound, ThoseThatExistAtARootsTopLevel) {
+TEST_F(ProtectedPathsFound, ARootsRepositoryItsNamingPathsReadOnlyItsLayoutKeptAndChecked) {
     const std::string ws = tmp.dir("ws");
-    tmp.dir("ws/.git/hooks");
-    tmp.dir("ws/sub/.git/hooks");  // a nested repository: not looked for
-    EXPECT_EQ(find_protected_paths({ws}, defaults), std::vector<std::string>{ws + "/.git/hooks"});
-    tmp.file("ws/.git/config", "");
-    EXPECT_EQ(find_protected_paths({ws}, defaults), (std::vector<std::string>{ws + "/.git/config", ws + "/.git/hooks"}));
-    EXPECT_TRUE(find_protected_paths({ws}, {}).empty());
+    const std::string git = repository("ws/.git");
+    repository("ws/sub/.git");  // a nested repository that is not a submodule: not looked for
+    const GitPlan plan = plan_git_protection({ws}, GitMode::Protect, defaults);
+    EXPECT_EQ(plan.repositories, std::vector<std::string>{git});
+    EXPECT_EQ(plan.readOnly, (std::vector<std::string>{git + "/config", git + "/hooks"}));
+    EXPECT_EQ(plan.keptInPlace, (std::vector<std::string>{git + "/objects", git + "/refs"}));
+    EXPECT_EQ(plan.checkedAtEnd, std::vector<std::string>{git});
+    EXPECT_TRUE(plan.madeDirectories.empty());
+    EXPECT_FALSE(plan.notes.empty());
 }
 
-TEST_F(ProtectedPathsFound, ASymlinkIsNotOne) {
+TEST_F(ProtectedPathsFound, AMissingHooksDirectoryIsMadeAndAWorktreeConfigGitWouldReadToo) {
     const std::string ws = tmp.dir("ws");
-    tmp.dir("ws/.git");
+    const std::string git = repository("ws/.git", false);
+    tmp.file("ws/.git/config", "[core]\n\tbare = false\n[Extensions]\n\tworktreeConfig = yes\n");
+    const GitPlan plan = plan_git_protection({ws}, GitMode::Protect, {});
+    EXPECT_EQ(plan.madeDirectories, std::vector<std::string>{git + "/hooks"});
+    EXPECT_EQ(plan.madeFiles, std::vector<std::string>{git + "/config.worktree"});
+    tmp.file("ws/.git/config", "[core]\n\tworktreeConfig = true\n");  // not in [extensions]: git ignores it
+    EXPECT_TRUE(plan_git_protection({ws}, GitMode::Protect, {}).madeFiles.empty());
+}
+
+TEST_F(ProtectedPathsFound, PatternsApplyAtEachRootsTopAndWritableDropsGitsOwn) {
+    const std::string ws = tmp.dir("ws");
+    const std::string git = repository("ws/.git");
+    tmp.file("ws/.envrc", "");
+    const GitPlan plan = plan_git_protection({ws}, GitMode::Protect, {".envrc", ".missing"});
+    EXPECT_EQ(plan.readOnly, (std::vector<std::string>{ws + "/.envrc", git + "/config", git + "/hooks"}));
+    const GitPlan writable = plan_git_protection({ws}, GitMode::Writable, {".envrc", ".git/config", ".git"});
+    EXPECT_EQ(writable.readOnly, std::vector<std::string>{ws + "/.envrc"});
+    EXPECT_TRUE(writable.repositories.empty());
+    EXPECT_TRUE(writable.keptInPlace.empty());
+    EXPECT_TRUE(writable.checkedAtEnd.empty());
+    EXPECT_EQ(protected_patterns_for(GitMode::Writable, {".git", ".git/hooks", ".gitignore", ".envrc"}),
+              (std::vector<std::string>{".gitignore", ".envrc"}));
+}
+
+TEST_F(ProtectedPathsFound, ReadOnlyKeepsTheWholeGitDirectory) {
+    const std::string ws = tmp.dir("ws");
+    const std::string git = repository("ws/.git");
+    const GitPlan plan = plan_git_protection({ws}, GitMode::ReadOnly, defaults);
+    EXPECT_EQ(plan.readOnly, (std::vector<std::string>{git, git + "/config", git + "/hooks"}));
+    EXPECT_TRUE(plan.keptInPlace.empty());
+    EXPECT_TRUE(plan.checkedAtEnd.empty());
+}
+
+TEST_F(ProtectedPathsFound, ASymlinkOnTheWayIsKeptInPlaceAndItsTargetProtected) {
+    const std::string ws = tmp.dir("ws");
+    const std::string git = repository("ws/store/real.git");
+    fs::create_symlink("store/real.git", ws + "/.git");
     tmp.file("elsewhere", "");
-    fs::create_symlink(tmp.path("elsewhere"), ws + "/.git/config");
-    EXPECT_TRUE(find_protected_paths({ws}, defaults).empty());
+    fs::create_symlink(tmp.path("elsewhere"), git + "/info");  // outside every root: kept, nothing else
+    const GitPlan plan = plan_git_protection({ws}, GitMode::Protect, {".git/info"});
+    EXPECT_EQ(plan.keptInPlace, (std::vector<std::string>{ws + "/.git", git + "/info", git + "/objects", git + "/refs"}));
+    EXPECT_EQ(plan.readOnly, (std::vector<std::string>{git + "/config", git + "/hooks"}));
+    EXPECT_EQ(plan.checkedAtEnd, std::vector<std::string>{git});
 }
 
 TEST_F(ProtectedPathsFound, AGitFileBringsItsGitDirCommonDirAndItself) {
     const std::string ws = tmp.dir("wt");
-    const std::string common = tmp.dir("main/.git");
-    tmp.dir("main/.git/hooks");
-    tmp.file("main/.git/config", "");
+    const std::string common = repository("main/.git");
     tmp.dir("main/.git/worktrees/wt");
+    tmp.file("main/.git/worktrees/wt/HEAD", "ref: refs/heads/wt\n");
     tmp.file("main/.git/worktrees/wt/commondir", "../..\n");
+    tmp.file("main/.git/worktrees/wt/gitdir", ws + "/.git\n");
     tmp.file("wt/.git", "gitdir: " + common + "/worktrees/wt\n");
     // The repository's git directory outside every root: only the `.git` file is in reach.
-    EXPECT_EQ(find_protected_paths({ws}, defaults), std::vector<std::string>{ws + "/.git"});
-    EXPECT_EQ(find_protected_paths({ws, common}, defaults),
-              (std::vector<std::string>{common + "/config", common + "/hooks", common + "/worktrees/wt/commondir", ws + "/.git"}));
-    // Without a `.git/...` pattern, none of it.
-    EXPECT_TRUE(find_protected_paths({ws, common}, {".envrc"}).empty());
+    const GitPlan outside = plan_git_protection({ws}, GitMode::Protect, defaults);
+    EXPECT_EQ(outside.readOnly, std::vector<std::string>{ws + "/.git"});
+    EXPECT_TRUE(outside.checkedAtEnd.empty());
+    const GitPlan inside = plan_git_protection({ws, common}, GitMode::Protect, defaults);
+    EXPECT_EQ(inside.readOnly, (std::vector<std::string>{common + "/config", common + "/hooks", common + "/worktrees/wt/commondir",
+                                                         common + "/worktrees/wt/gitdir", ws + "/.git"}));
+    EXPECT_EQ(inside.keptInPlace, (std::vector<std::string>{common + "/objects", common + "/refs"}));
+    EXPECT_EQ(inside.checkedAtEnd, std::vector<std::string>{common + "/worktrees/wt"});
 }
 
 TEST_F(ProtectedPathsFound, ARelativeGitDirIsTakenFromTheFilesDirectory) {
     const std::string ws = tmp.dir("sep");
     const std::string store = tmp.dir("store");
-    tmp.dir("store/gd/hooks");
+    const std::string git = repository("store/gd");
     tmp.file("sep/.git", "gitdir: ../store/gd\n");
-    EXPECT_EQ(find_protected_paths({ws, store}, defaults), (std::vector<std::string>{ws + "/.git", store + "/gd/hooks"}));
+    EXPECT_EQ(plan_git_protection({ws, store}, GitMode::Protect, defaults).readOnly,
+              (std::vector<std::string>{ws + "/.git", git + "/config", git + "/hooks"}));
+}
+
+TEST_F(ProtectedPathsFound, SubmodulesTheirGitFilesAndTheirGitDirectories) {
+    const std::string ws = tmp.dir("ws");
+    const std::string git = repository("ws/.git");
+    const std::string module = repository("ws/.git/modules/vendor/lib");
+    tmp.file("ws/.gitmodules", "[submodule \"vendor/lib\"]\n\tpath = vendor/lib\n\turl = ../lib\n"
+                               "[submodule \"escape\"]\n\tpath = ../outside\n");
+    tmp.dir("ws/vendor/lib");
+    tmp.file("ws/vendor/lib/.git", "gitdir: ../../.git/modules/vendor/lib\n");
+    const GitPlan plan = plan_git_protection({ws}, GitMode::Protect, {});
+    EXPECT_EQ(plan.repositories, (std::vector<std::string>{git, module}));
+    EXPECT_EQ(plan.readOnly, (std::vector<std::string>{git + "/config", git + "/hooks", module + "/config", module + "/hooks",
+                                                       ws + "/vendor/lib/.git"}));
+    EXPECT_EQ(plan.checkedAtEnd, (std::vector<std::string>{git, module}));
+}
+
+TEST(GitHead, ValidAsGitTakesIt) {
+    EXPECT_TRUE(valid_git_head("ref: refs/heads/main\n", false));
+    EXPECT_TRUE(valid_git_head("ref:refs/heads/main", false));
+    EXPECT_TRUE(valid_git_head(std::string(40, 'a') + "\n", false));
+    EXPECT_TRUE(valid_git_head(std::string(64, 'b'), false));
+    EXPECT_TRUE(valid_git_head("refs/heads/main", true));
+    EXPECT_FALSE(valid_git_head("", false));
+    EXPECT_FALSE(valid_git_head("garbage\n", false));
+    EXPECT_FALSE(valid_git_head("ref: heads/main", false));
+    EXPECT_FALSE(valid_git_head(std::string(39, 'a'), false));
+    EXPECT_FALSE(valid_git_head(std::string(40, 'g'), false));
+    EXPECT_FALSE(valid_git_head("/nowhere", true));
 }
 
 TEST_F(Confine, ProtectedPathsAreLookedForInWorkspaceWriteOnly) {

@@ -85,7 +85,7 @@ TEST(RenderPlanJson, FieldsComeInTheContractOrder) {
     EXPECT_EQ(keys_of(doc), (std::vector<std::string>{"argv", "backend", "enforcement", "enforcementGaps",
                                                       "denialSignatures", "runnerFailureRules", "policy",
                                                       "writableRoots", "passedFds", "protectedPaths",
-                                                      "unreadablePaths", "network"}));
+                                                      "unreadablePaths", "network", "git"}));
 }
 
 TEST(RenderPlanJson, UnconfinedFieldsComeInTheSameOrder) {
@@ -93,7 +93,7 @@ TEST(RenderPlanJson, UnconfinedFieldsComeInTheSameOrder) {
     EXPECT_EQ(keys_of(doc), (std::vector<std::string>{"argv", "backend", "enforcement", "enforcementGaps",
                                                       "denialSignatures", "runnerFailureRules", "policy",
                                                       "writableRoots", "passedFds", "protectedPaths",
-                                                      "unreadablePaths", "network"}));
+                                                      "unreadablePaths", "network", "git"}));
 }
 
 TEST(RenderPlanJson, CarriesTheConfinedFacts) {
@@ -152,13 +152,13 @@ TEST(ConfinedPlan, RunsTheConfinedArgv) {
 TEST(PolicyJson, OmitsSessionIdWhenAgentless) {
     const ojson doc = policy_json(sample_policy(std::nullopt));
     EXPECT_EQ(keys_of(doc), (std::vector<std::string>{"mode", "workspaceRoot", "writableRoots", "protectedPaths",
-                                                      "unreadablePaths", "network"}));
+                                                      "unreadablePaths", "network", "git"}));
 }
 
 TEST(PolicyJson, CarriesModeRootAndSessionInOrder) {
     const ojson doc = policy_json(sample_policy("s1"));
     EXPECT_EQ(doc.dump(), R"({"mode":"workspace-write","workspaceRoot":"/abs/ws","sessionId":"s1","writableRoots":[],)"
-                          R"("protectedPaths":[".git/hooks",".git/config"],"unreadablePaths":[],"network":"allow"})");
+                          R"("protectedPaths":[".git/hooks",".git/config"],"unreadablePaths":[],"network":"allow","git":"protect"})");
 }
 
 TEST(ParseDialect, RejectsANonJsonDocument) {

@@ -1,0 +1,351 @@
+// Git's protection, attacked as an outside review did: a workspace-write call tries to make the
+// git you run in the workspace afterwards execute something it planted, through the repository's
+// own files (hooks, config, config.worktree, commondir, a submodule's or worktree's git directory)
+// or by making git discover another directory (an invalid .git, so git takes the workspace for a
+// bare repository). Every verdict comes from the host: after the call, the caller's own git runs
+// in the workspace (top and below) and a sentinel file that the planted program would create must
+// not exist; the repository must still be the one git finds. Under bubblewrap, as root and as an
+// unprivileged user, on the exec path, `run`, a printed plan and a session; under Landlock the
+// plan must name the gap.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "harness.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using e2e::exists;
+using e2e::IsError;
+using e2e::read_file;
+using nlohmann::json;
+
+// How the call is made: the exec path, `run`, a printed plan run by sh, a session's call.
+enum class Form { Exec, Run, Printed, Session };
+using Param = std::tuple<std::string, Form>;  // caller ("root" or "nobody"), form
+
+std::string param_name(const ::testing::TestParamInfo<Param>& info) {
+    const char* forms[] = {"exec", "run", "printed", "session"};
+    return std::get<0>(info.param) + "_" + forms[static_cast<int>(std::get<1>(info.param))];
+}
+
+class GitProtection : public ::testing::TestWithParam<Param> {
+protected:
+    bool asRoot = std::get<0>(GetParam()) == "root";
+    Form form = std::get<1>(GetParam());
+    std::optional<unsigned> uid = asRoot ? std::nullopt : std::optional<unsigned>(e2e::kNobody);
+    e2e::TempDir home{"/tmp", uid};
+    e2e::TempDir base{"/tmp", uid};
+    std::string ws = base / "ws";
+    std::string sentinel = base / "pwned";
+    std::string evil = base / "evil.sh";  // what a planted config or hook would run: it makes the sentinel
+
+    void SetUp() override {
+        E2E_REQUIRE(getuid() == 0, "the git protection tests run as root, and as nobody through setpriv");
+        E2E_REQUIRE(exists("/usr/bin/git"), "no git on this host");
+        E2E_REQUIRE(e2e::backend_usable("bwrap"), "bubblewrap cannot confine here");
+        make_dir(ws);
+        write(evil, "#!/bin/sh\ntouch " + sentinel + "\n", 0755);
+        git({"init", "-q", "-b", "main", "."}, ws);
+        write(ws + "/file", "one\n");
+        git({"add", "file"}, ws);
+        git({"commit", "-q", "-m", "one"}, ws);
+        make_dir(ws + "/sub");
+        if (form == Form::Session) {
+            ASSERT_EQ(dsh({"session", "start", "s", "--cwd", ws}, ws).status, 0);
+            ASSERT_EQ(dsh({"session", "mode", "s", "workspace-write"}, ws).status, 0);
+        }
+    }
+
+    void make_dir(const std::string& path) const {
+        mkdir(path.c_str(), 0755);
+        if (uid) lchown(path.c_str(), *uid, *uid);
+    }
+    void write(const std::string& path, const std::string& content, mode_t mode = 0644) const {
+        e2e::write_file(path, content);
+        chmod(path.c_str(), mode);
+        if (uid) lchown(path.c_str(), *uid, *uid);
+    }
+
+    e2e::RunOptions options(const std::string& cwd) const {
+        e2e::RunOptions o;
+        o.env = e2e::isolated_env(home.path());
+        o.env["GIT_AUTHOR_NAME"] = o.env["GIT_COMMITTER_NAME"] = "t";
+        o.env["GIT_AUTHOR_EMAIL"] = o.env["GIT_COMMITTER_EMAIL"] = "t@example.org";
+        o.env["GIT_CONFIG_NOSYSTEM"] = "1";  // the host's git with git's defaults (safe.bareRepository all)
+        o.uid = uid;
+        o.cwd = cwd;
+        o.timeoutMs = 30000;
+        return o;
+    }
+    e2e::Result dsh(const std::vector<std::string>& args, const std::string& cwd) const { return e2e::run(args, options(cwd)); }
+    // The caller's own git on the host, as after the call.
+    e2e::Result git(const std::vector<std::string>& args, const std::string& cwd) const {
+        std::vector<std::string> argv = {"/usr/bin/git"};
+        argv.insert(argv.end(), args.begin(), args.end());
+        return e2e::run_program(argv, options(cwd));
+    }
+
+    // `script` run by sh in the workspace, confined in workspace-write by this test's form.
+    e2e::Result confined(const std::string& script, const std::vector<std::string>& extra = {}) const {
+        std::vector<std::string> policy = {"--backend", "bwrap"};
+        if (form == Form::Session) policy.insert(policy.end(), {"--session", "s"});
+        else policy.insert(policy.end(), {"--mode", "workspace-write", "--workspace-root", ws});
+        policy.insert(policy.end(), extra.begin(), extra.end());
+        const std::vector<std::string> command = {"/bin/sh", "-c", script};
+        std::vector<std::string> args;
+        if (form == Form::Run) args = {"run"};
+        if (form == Form::Printed) args = {"--print", "--format", "shell"};
+        args.insert(args.end(), policy.begin(), policy.end());
+        args.push_back("--");
+        args.insert(args.end(), command.begin(), command.end());
+        e2e::Result result = dsh(args, ws);
+        if (form != Form::Printed || result.status != 0) return result;
+        return e2e::run_program({"/bin/sh", "-c", result.out}, options(ws));
+    }
+
+    // What the host's git does now, at the top and below: it must find the repository the call
+    // started with and run nothing the call planted.
+    void expect_git_untouched(const std::string& what) {
+        for (const std::string& where : {ws, ws + "/sub"}) {
+            const e2e::Result top = git({"rev-parse", "--absolute-git-dir"}, where);
+            EXPECT_EQ(top.out, ws + "/.git\n") << what << ": git in " << where << " found another repository: " << top.err;
+            git({"status", "--porcelain"}, where);
+            git({"log", "-1", "--format=%s"}, where);
+            git({"fetch", "-q", "origin"}, where);  // core.sshCommand, credential helpers, ...
+        }
+        EXPECT_FALSE(exists(sentinel)) << what << ": a program the call planted ran in the caller's git";
+    }
+};
+
+// The review's attack: HEAD removed, so .git is no repository, and the workspace made a bare one
+// whose config names a program. Then the same with HEAD rewritten, objects/ and refs/ removed or
+// made unreadable, and the git directory made unreadable.
+TEST_P(GitProtection, AnInvalidGitDirectoryDoesNotHandTheWorkspaceToABareRepository) {
+    const std::string plant =
+        "mkdir -p objects refs/heads; echo 'ref: refs/heads/main' > HEAD; "
+        "printf '[core]\\n\\tbare = true\\n\\tfsmonitor = " + evil + "\\n\\tsshCommand = " + evil +
+        "\\n[remote \"origin\"]\\n\\turl = ssh://example.org/x\\n' > config; ";
+    for (const std::string breaking : {"rm -f .git/HEAD", "echo garbage > .git/HEAD", "rm -f .git/HEAD; mkdir .git/HEAD",
+                                       "rm -rf .git/objects .git/refs", "chmod 000 .git/objects .git/refs",
+                                       "chmod 000 .git", "ln -sf /nowhere .git/HEAD", "rm -rf .git"}) {
+        const e2e::Result call = confined(plant + breaking + "; exit 0");
+        EXPECT_EQ(call.status, 0) << breaking << ": " << call.err;
+        expect_git_untouched(breaking);
+        fs::remove_all(ws + "/objects");
+        fs::remove_all(ws + "/refs");
+        fs::remove(ws + "/HEAD");
+        fs::remove(ws + "/config");
+    }
+}
+
+// A commondir planted in .git sends git to a config and hooks the command wrote.
+TEST_P(GitProtection, APlantedCommondirIsRemovedWhenTheCallEnds) {
+    make_dir(ws + "/sub/common");
+    const e2e::Result call = confined(
+        "cp -r .git/objects .git/refs sub/common/ && mkdir -p sub/common/hooks && "
+        "printf '[core]\\n\\tfsmonitor = " + evil + "\\n' > sub/common/config && "
+        "printf '#!/bin/sh\\n" + evil + "\\n' > sub/common/hooks/pre-commit && chmod +x sub/common/hooks/pre-commit && "
+        "echo " + ws + "/sub/common > .git/commondir && git rev-parse --git-common-dir");
+    EXPECT_EQ(call.status, 0) << call.err;
+    EXPECT_FALSE(exists(ws + "/.git/commondir")) << "the planted commondir is still there";
+    EXPECT_NE(call.err.find("removed " + ws + "/.git/commondir"), std::string::npos) << call.err;
+    expect_git_untouched("commondir");
+    git({"commit", "-q", "--allow-empty", "-m", "two"}, ws);
+    EXPECT_FALSE(exists(sentinel)) << "a hook the call planted ran";
+}
+
+// The naming surfaces stay read-only; a missing .git/hooks is made empty first, and a
+// config.worktree that git would read (extensions.worktreeConfig) likewise.
+TEST_P(GitProtection, HooksConfigAndConfigWorktreeCannotBePlanted) {
+    fs::remove_all(ws + "/.git/hooks");
+    git({"config", "extensions.worktreeConfig", "true"}, ws);
+    const e2e::Result call = confined(
+        "mkdir -p .git/hooks; printf '#!/bin/sh\\n" + evil + "\\n' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit; "
+        "git config core.fsmonitor " + evil + "; git config --worktree core.fsmonitor " + evil + "; "
+        "printf '[core]\\n\\tfsmonitor = " + evil + "\\n' > .git/config.worktree; "
+        "mv .git/hooks .git/hooks.old; rm -rf .git/hooks; ln -sf /tmp .git/hooks; mv .git/config .git/config.old; "
+        "exit 0");
+    EXPECT_EQ(call.status, 0) << call.err;
+    EXPECT_TRUE(fs::is_directory(ws + "/.git/hooks")) << "the made .git/hooks is missing";
+    EXPECT_TRUE(fs::is_empty(ws + "/.git/hooks")) << "something was planted in .git/hooks";
+    EXPECT_EQ(read_file(ws + "/.git/config.worktree"), "") << "config.worktree was written";
+    EXPECT_EQ(read_file(ws + "/.git/config").find(evil), std::string::npos) << ".git/config was written";
+    git({"commit", "-q", "--allow-empty", "-m", "two"}, ws);
+    expect_git_untouched("hooks and config");
+}
+
+// Ordinary git work inside the call keeps working, and the host sees its result.
+TEST_P(GitProtection, OrdinaryGitWorkKeepsWorking) {
+    const std::string remote = base / "remote.git";
+    git({"init", "-q", "--bare", remote}, base.path());
+    git({"remote", "add", "origin", remote}, ws);
+    git({"push", "-q", "origin", "main"}, ws);
+    const e2e::Result call = confined(
+        "set -e; echo two > file; git add file; git commit -q -m two; git branch feature; git switch -q feature; "
+        "echo three > other; git add other; git commit -q -m three; git switch -q main; echo four > file; git stash -q; "
+        "git stash pop -q; git commit -q -am four; git switch -q feature; git rebase -q main; git fetch -q origin; "
+        "git tag t1; git gc -q; git checkout -q -b last; git log --format=%s -1");
+    ASSERT_EQ(call.status, 0) << call.err;
+    EXPECT_EQ(git({"log", "-1", "--format=%s", "last"}, ws).out, "three\n");
+    EXPECT_EQ(git({"rev-parse", "--abbrev-ref", "HEAD"}, ws).out, "last\n");
+    EXPECT_EQ(call.err.find("dsh-confine: git:"), std::string::npos) << "a repair where none was needed: " << call.err;
+    expect_git_untouched("ordinary work");
+}
+
+INSTANTIATE_TEST_SUITE_P(Linux, GitProtection,
+                         ::testing::Combine(::testing::Values("root", "nobody"),
+                                            ::testing::Values(Form::Exec, Form::Run, Form::Printed, Form::Session)),
+                         param_name);
+
+// The layouts, on the exec path: a submodule, a linked worktree, a symlinked .git, a repository
+// whose .git is a file (--separate-git-dir), and the strict and the writable modes.
+class GitLayouts : public GitProtection {};
+
+TEST_P(GitLayouts, ASubmodulesGitDirectoryAndGitFileStayTheRepositorys) {
+    const std::string lib = base / "lib";
+    make_dir(lib);
+    git({"init", "-q", "-b", "main", "."}, lib);
+    write(lib + "/x", "x\n");
+    git({"add", "x"}, lib);
+    git({"commit", "-q", "-m", "x"}, lib);
+    ASSERT_EQ(git({"-c", "protocol.file.allow=always", "submodule", "add", "-q", lib, "vendor/lib"}, ws).status, 0);
+    git({"commit", "-q", "-m", "submodule"}, ws);
+    const std::string module = ws + "/.git/modules/vendor/lib";
+    ASSERT_TRUE(fs::is_directory(module));
+    const e2e::Result call = confined(
+        "git -C vendor/lib config core.fsmonitor " + evil + "; "
+        "printf '#!/bin/sh\\n" + evil + "\\n' > .git/modules/vendor/lib/hooks/post-checkout; "
+        "mkdir -p evil && cp -r .git/modules/vendor/lib/. evil/ && printf '[core]\\n\\tfsmonitor = " + evil +
+        "\\n' >> evil/config; echo 'gitdir: ../../evil' > vendor/lib/.git; "
+        "mv .git/modules/vendor/lib .git/modules/vendor/old; rm -rf vendor; exit 0");
+    EXPECT_EQ(call.status, 0) << call.err;
+    EXPECT_EQ(read_file(ws + "/vendor/lib/.git"), "gitdir: ../../.git/modules/vendor/lib\n");
+    EXPECT_EQ(read_file(module + "/config").find(evil), std::string::npos);
+    EXPECT_FALSE(exists(module + "/hooks/post-checkout"));
+    git({"status"}, ws);
+    git({"-C", "vendor/lib", "status"}, ws);
+    git({"submodule", "update"}, ws);
+    EXPECT_FALSE(exists(sentinel)) << "the submodule's planted config or hook ran";
+}
+
+TEST_P(GitLayouts, ALinkedWorktreesGitDirectoryCannotBeRedirected) {
+    const std::string tree = base / "tree";
+    ASSERT_EQ(git({"worktree", "add", "-q", tree}, ws).status, 0);
+    std::string admin;
+    for (const auto& entry : fs::directory_iterator(ws + "/.git/worktrees")) admin = entry.path().string();
+    ASSERT_FALSE(admin.empty());
+    make_dir(ws + "/sub/common");
+    const e2e::Result call = confined(
+        "cp -r .git/objects .git/refs .git/HEAD sub/common/; printf '[core]\\n\\tfsmonitor = " + evil +
+        "\\n' > sub/common/config; echo " + ws + "/sub/common > " + admin + "/commondir; "
+        "echo /nowhere/.git > " + admin + "/gitdir; exit 0");
+    EXPECT_EQ(call.status, 0) << call.err;
+    EXPECT_EQ(read_file(admin + "/commondir"), "../..\n");
+    git({"status"}, tree);
+    EXPECT_FALSE(exists(sentinel)) << "the linked worktree's git ran the planted config";
+}
+
+TEST_P(GitLayouts, ASymlinkedGitDirectoryIsProtectedNotRefused) {
+    fs::rename(ws + "/.git", ws + "/sub/real.git");
+    fs::create_symlink("sub/real.git", ws + "/.git");
+    if (uid) lchown((ws + "/.git").c_str(), *uid, *uid);
+    const e2e::Result call =
+        confined("printf '#!/bin/sh\\n" + evil + "\\n' > .git/hooks/pre-commit; rm .git && mkdir .git; echo ran");
+    EXPECT_EQ(e2e::first_line(call.out), "ran") << "the call was refused: " << call.err;
+    EXPECT_TRUE(fs::is_symlink(ws + "/.git")) << "the symlinked .git was replaced";
+    EXPECT_FALSE(exists(ws + "/sub/real.git/hooks/pre-commit"));
+    git({"commit", "-q", "--allow-empty", "-m", "two"}, ws);
+    EXPECT_FALSE(exists(sentinel));
+}
+
+TEST_P(GitLayouts, AGitFileAndTheDirectoryItNamesStayPut) {
+    fs::rename(ws + "/.git", ws + "/sub/sep.git");
+    write(ws + "/.git", "gitdir: " + ws + "/sub/sep.git\n");
+    const e2e::Result call = confined(
+        "mkdir -p evil && cp -r sub/sep.git/. evil/ && printf '[core]\\n\\tfsmonitor = " + evil + "\\n' >> evil/config; "
+        "echo 'gitdir: evil' > .git; printf '[core]\\n\\tfsmonitor = " + evil + "\\n' >> sub/sep.git/config; "
+        "echo evil > sub/sep.git/commondir; mv sub sub2; exit 0");
+    EXPECT_EQ(call.status, 0) << call.err;
+    EXPECT_EQ(read_file(ws + "/.git"), "gitdir: " + ws + "/sub/sep.git\n");
+    EXPECT_FALSE(exists(ws + "/sub/sep.git/commondir"));
+    git({"status"}, ws);
+    EXPECT_FALSE(exists(sentinel));
+}
+
+TEST_P(GitLayouts, ReadOnlyKeepsTheWholeGitDirectoryAndWritableGivesItUp) {
+    const e2e::Result strict = confined("git commit -q --allow-empty -m two", {"--git", "read-only"});
+    EXPECT_NE(strict.status, 0);
+    EXPECT_NE(strict.err.find("Read-only file system"), std::string::npos) << strict.err;
+    EXPECT_EQ(git({"log", "-1", "--format=%s"}, ws).out, "one\n");
+    const e2e::Result loose =
+        confined("printf '#!/bin/sh\\ntrue\\n' > .git/hooks/pre-commit && echo written", {"--git", "writable"});
+    EXPECT_EQ(e2e::first_line(loose.out), "written") << loose.err;
+    EXPECT_TRUE(exists(ws + "/.git/hooks/pre-commit"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Linux, GitLayouts,
+                         ::testing::Combine(::testing::Values("root", "nobody"), ::testing::Values(Form::Exec)),
+                         param_name);
+
+// What the plan says: the mode, the repositories and the notes; under Landlock, the gap.
+class GitPlan : public GitProtection {};
+
+TEST_P(GitPlan, ThePlanShowsTheModeAndLandlockNamesTheGap) {
+    E2E_REQUIRE(e2e::backend_usable("landlock"), "Landlock cannot confine here");
+    const e2e::Result bwrap =
+        dsh({"--print", "--format", "json", "--backend", "bwrap", "--mode", "workspace-write", "--workspace-root", ws, "--", "true"}, ws);
+    ASSERT_EQ(bwrap.status, 0) << bwrap.err;
+    const json plan = json::parse(bwrap.out);
+    EXPECT_EQ(plan["git"]["mode"], "protect");
+    EXPECT_EQ(plan["policy"]["git"], "protect");
+    EXPECT_EQ(plan["git"]["repositories"], json::array({ws + "/.git"}));
+    EXPECT_EQ(plan["git"]["checkedAtEnd"], json::array({ws + "/.git"}));
+    EXPECT_EQ(plan["enforcement"], "full");
+    std::string notes = plan["git"]["notes"].dump();
+    EXPECT_NE(notes.find("safe.bareRepository"), std::string::npos) << notes;
+    EXPECT_NE(notes.find("submodule"), std::string::npos) << notes;
+
+    const e2e::Result landlock = dsh(
+        {"--print", "--format", "json", "--backend", "landlock", "--mode", "workspace-write", "--workspace-root", ws, "--", "true"}, ws);
+    ASSERT_EQ(landlock.status, 0) << landlock.err;
+    const json partial = json::parse(landlock.out);
+    EXPECT_EQ(partial["enforcement"], "partial");
+    EXPECT_NE(partial["enforcementGaps"].dump().find("git: Landlock"), std::string::npos) << partial["enforcementGaps"].dump();
+    EXPECT_TRUE(IsError(dsh({"--backend", "landlock", "--require-full", "--mode", "workspace-write", "--workspace-root", ws,
+                             "--", "true"}, ws), "ENFORCEMENT_PARTIAL"));
+
+    const e2e::Result writable = dsh({"policy", "--git", "writable", "--workspace-root", ws}, ws);
+    EXPECT_EQ(json::parse(writable.out)["git"], "writable") << writable.err;
+    EXPECT_TRUE(IsError(dsh({"policy", "--git", "protected"}, ws), "USAGE"));
+}
+
+// A protected config refused with EBUSY is a denial naming the path, however classify is asked.
+TEST_P(GitPlan, ARefusedGitConfigIsADenialNamingThePath) {
+    const e2e::Result call = confined("git config core.fsmonitor " + evil);
+    ASSERT_NE(call.status, 0);
+    const std::string stderr_file = base / "stderr";
+    write(stderr_file, call.err);
+    const std::string plan_file = base / "plan.json";
+    write(plan_file, dsh({"--print", "--format", "json", "--backend", "bwrap", "--mode", "workspace-write",
+                          "--workspace-root", ws, "--", "true"}, ws).out);
+    for (const std::vector<std::string>& how :
+         {std::vector<std::string>{"--backend", "bwrap"}, std::vector<std::string>{"--plan", plan_file}}) {
+        std::vector<std::string> args = {"classify", "--exit-code", std::to_string(call.status), "--stderr", stderr_file,
+                                         "--format", "json"};
+        args.insert(args.end(), how.begin(), how.end());
+        const e2e::Result verdict = dsh(args, ws);
+        const json parsed = json::parse(verdict.out, nullptr, false);
+        EXPECT_EQ(parsed.value("verdict", ""), "denial") << how.back() << ": " << verdict.out << verdict.err;
+        EXPECT_NE(parsed.value("path", json()).dump().find(".git/config"), std::string::npos) << verdict.out;
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Linux, GitPlan, ::testing::Combine(::testing::Values("root", "nobody"), ::testing::Values(Form::Exec)),
+                         param_name);
+
+}  // namespace
