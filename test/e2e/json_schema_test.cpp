@@ -156,7 +156,10 @@ TEST_F(JsonSchema, PolicyWithEveryDimension) {
     EXPECT_TRUE(contains(flags, "\"network\":\"allow\"")) << flags;
     EXPECT_TRUE(Valid(schema("policy.schema.json"), flags));
     EXPECT_TRUE(contains(output({"policy"}), "\"writableRoots\":[],\"protectedPaths\":[\".git/hooks\",\".git/config\"],"
-                                              "\"unreadablePaths\":[],\"network\":\"allow\"}"));
+                                              "\"unreadablePaths\":[],\"network\":\"allow\",\"git\":\"protect\"}"));
+    const std::string strict = output({"policy", "--git", "read-only"});
+    EXPECT_TRUE(contains(strict, "\"git\":\"read-only\"")) << strict;
+    EXPECT_TRUE(Valid(schema("policy.schema.json"), strict));
 }
 
 TEST_F(JsonSchema, SessionShowWithWritableRootsAndNetworkEvents) {
