@@ -287,9 +287,8 @@ int run_stage(const StageRequest& request, const std::vector<std::string>& argv)
     if (!temp_text.empty()) setenv("TMPDIR", temp.path.c_str(), 1);
     linux_guard::GuardOptions guard;
     // With the network denied, host daemons' sockets by path are still reachable from this
-    // network namespace: AF_UNIX sockets are refused too (socketpair() still works).
-    guard.denyNetwork = request.denyNetwork;
-    guard.unixSockets = false;
+    // network namespace, and datagram sockets can address them: the guard's socket rules.
+    if (request.denyNetwork) guard.sockets = linux_guard::SocketRules::Local;
     return linux_runner::prepare_launch(argv, request.statusFd, request.keepFds, "BWRAP_STAGE", guard, -1).run();
 }
 

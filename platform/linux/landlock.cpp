@@ -218,10 +218,10 @@ linux_runner::Launch prepare_confined(const RunnerArgs& args, const std::vector<
     }
     linux_guard::GuardOptions guard;
     guard.metadataIoctls = true;
-    // Host daemons' sockets by path are reachable from here: AF_UNIX sockets are refused too
-    // (socketpair() still works); TCP is also refused by the ruleset where the ABI has it.
-    guard.denyNetwork = args.denyNetwork;
-    guard.unixSockets = false;
+    // The host's network namespace: its daemons' sockets by path and by abstract name, its
+    // netlink. The guard's socket rules refuse every socket that could reach them; TCP is also
+    // refused by the ruleset where the ABI has it.
+    if (args.denyNetwork) guard.sockets = linux_guard::SocketRules::Local;
     return linux_runner::prepare_launch(argv, args.statusFd, args.keepFds, "LANDLOCK", guard, ruleset);
 }
 
