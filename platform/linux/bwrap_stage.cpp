@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "../posix/safe_path.hpp"
+#include "landlock.hpp"
 #include "runner.hpp"
 #include "tty_guard.hpp"
 
@@ -289,7 +290,14 @@ int run_stage(const StageRequest& request, const std::vector<std::string>& argv)
     // With the network denied, host daemons' sockets by path are still reachable from this
     // network namespace, and datagram sockets can address them: the guard's socket rules.
     if (request.denyNetwork) guard.sockets = linux_guard::SocketRules::Local;
-    return linux_runner::prepare_launch(argv, request.statusFd, request.keepFds, "BWRAP_STAGE", guard, -1).run();
+    // A process group spans PID namespaces: without Landlock's signal scope, kill(0, ...) reaches
+    // the caller's group outside. The ruleset handles no access right (the mounts govern files).
+    int ruleset = -1;
+    if (request.landlockScope) {
+        ruleset = landlock::scope_ruleset(request.denyNetwork, why);
+        if (ruleset < 0) return fail("the plan relies on Landlock's scopes: " + why + "; nothing ran");
+    }
+    return linux_runner::prepare_launch(argv, request.statusFd, request.keepFds, "BWRAP_STAGE", guard, ruleset).run();
 }
 
 }  // namespace dsh::bwrap

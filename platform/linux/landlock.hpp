@@ -51,6 +51,11 @@ std::optional<std::string> nested_temp_base();
 // clone that shares the preparing process's memory.
 linux_runner::Launch prepare_confined(const RunnerArgs& args, const std::vector<std::string>& argv);
 
+// A ruleset that handles no access right and only scopes: signals, and abstract Unix sockets
+// when `deny_network` (what the stage applies inside bubblewrap, bwrap_stage.hpp). -1 with `why`
+// where this kernel's Landlock has no scopes (before ABI 6) or fails.
+int scope_ruleset(bool deny_network, std::string& why);
+
 // Applies the ruleset for `args` to this process and execs argv. Returns only on failure,
 // with the exit status to use: 125 when confinement could not be set up (the message already
 // printed as `dsh-confine: error: LANDLOCK: ...`), 126/127 when the command cannot be run.

@@ -52,7 +52,7 @@ std::vector<std::string> enforcement_gaps(int abi) {
 
 std::vector<std::string> enforcement_gaps(int abi, const SandboxPolicy& policy) {
     std::vector<std::string> gaps = enforcement_gaps(abi);
-    if (abi < 6)
+    if (abi < kScopeAbi)
         gaps.push_back("signals: the command can signal the caller's other processes (Landlock scopes them from ABI 6)");
     gaps.push_back("terminals: the caller's other terminals under /dev/pts can be opened and written to (output only: "
                    "the runner's filter refuses TIOCSTI)");
@@ -78,7 +78,7 @@ std::uint64_t handled_net_access(int abi, bool deny_network) {
 }
 
 std::uint64_t scoped(int abi, bool deny_network) {
-    if (abi < 6) return 0;
+    if (abi < kScopeAbi) return 0;
     return scope::Signal | (deny_network ? scope::AbstractUnixSocket : 0);
 }
 

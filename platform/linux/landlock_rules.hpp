@@ -91,6 +91,9 @@ inline constexpr std::uint64_t AbstractUnixSocket = 1ULL << 0;  // ABI 6
 inline constexpr std::uint64_t Signal = 1ULL << 1;              // ABI 6
 }  // namespace scope
 
+// The first ABI with scopes (signals, abstract Unix sockets).
+inline constexpr int kScopeAbi = 6;
+
 // What a ruleset handles beyond the file system for this ABI: TCP when the network is denied
 // (ABI 4), signals always and abstract Unix sockets when the network is denied (ABI 6).
 std::uint64_t handled_net_access(int abi, bool deny_network);

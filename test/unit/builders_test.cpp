@@ -673,6 +673,21 @@ TEST(BwrapDimensions, ADeniedNetworkIsANewNamespaceAndTheStagesFilter) {
     EXPECT_FALSE(has(stage_options(allowed), {"--network", "deny"}));
 }
 
+TEST(BwrapDimensions, TheStageScopesSignalsWhereTheKernelCanAndTheGapIsNamedWhereNot) {
+    bwrap::Layout layout = layout_of();
+    layout.landlockScope = true;
+    EXPECT_TRUE(has(stage_options(bwrap::build_argv(layout, kCommand, dimensions_policy(ConfinedSandboxMode::ReadOnly))),
+                    {"--landlock-scope"}));
+    EXPECT_TRUE(bwrap::enforcement_gaps(layout).empty());
+    layout.landlockScope = false;
+    EXPECT_FALSE(has(stage_options(bwrap::build_argv(layout, kCommand, dimensions_policy(ConfinedSandboxMode::ReadOnly))),
+                     {"--landlock-scope"}));
+    const Argv gaps = bwrap::enforcement_gaps(layout);
+    ASSERT_EQ(gaps.size(), 1u);
+    EXPECT_TRUE(any_gap_starts_with(gaps, "signals:"));
+    EXPECT_NE(gaps[0].find("kill(0, ...)"), std::string::npos) << gaps[0];
+}
+
 TEST(LandlockDimensions, TcpIsHandledFromAbiFourWhenTheNetworkIsDenied) {
     const std::uint64_t tcp = landlock::net_access::BindTcp | landlock::net_access::ConnectTcp;
     EXPECT_EQ(landlock::handled_net_access(3, true), 0u);
