@@ -7,7 +7,9 @@
 //     (Landlock has no hook for setattr or setxattr);
 //   - ioctls on regular files and directories (ABI 5 governs device files only): the runner's
 //     seccomp filter refuses the known metadata-changing ones (tty_guard.hpp), not all;
-//   - IPC with host daemons through sockets, network, process visibility.
+//   - SysV IPC and POSIX message queues: the host's IPC namespace is shared (a named gap);
+//   - IPC with host daemons through sockets, network, process visibility (the runner's filter
+//     governs sockets with the network denied).
 // By ABI: truncate(2) of existing files before ABI 3; ioctls on device files before ABI 5.
 // Before ABI 2 every rename or link across directories is refused (EXDEV), even inside the
 // workspace: an over-block, not a gap.
