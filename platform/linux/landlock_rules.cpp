@@ -44,9 +44,9 @@ std::vector<std::string> enforcement_gaps(int abi) {
         std::string("file ioctls: ioctls on regular files and directories are not governed by Landlock; the runner's ") +
             "filter refuses those known to change metadata (inode flags, FS_IOC_FSSETXATTR, the inode version, " +
             "an encryption policy, btrfs subvolumes and snapshots), not every file system's own",
-        "IPC: Landlock cannot govern SysV IPC or POSIX message queues, which are the host's: the command can use and "
-        "remove the caller's SysV message queues, semaphores and shared memory and remove its POSIX message queues, "
-        "and what it makes persists after it ends",
+        std::string("IPC: Landlock cannot govern SysV IPC or POSIX message queues, which are the host's: the ") +
+            "command can use and remove the caller's SysV message queues, semaphores and shared memory and remove " +
+            "its POSIX message queues, and what it makes persists after it ends",
     };
     if (abi < 3) gaps.push_back("truncate: truncate(2) of existing files is not governed before Landlock ABI 3");
     if (abi < 5) gaps.push_back("device ioctls: ioctls on device files are not governed before Landlock ABI 5");
