@@ -125,8 +125,7 @@ std::optional<std::string> make_call_temp_dir(const std::string& base, std::stri
 
 namespace {
 
-// Opens a granted path without following any symlink on it (a canonical path has none, so one
-// there was planted), and checks the directory is still the one the plan named when it says.
+// A ruleset handling what `attr` says, for `abi` (the attribute's size grew with the ABIs).
 int create_ruleset(const landlock_uapi::RulesetAttr& attr, int abi, std::string& why) {
     const int ruleset =
         static_cast<int>(syscall(SYS_landlock_create_ruleset, &attr, landlock_uapi::ruleset_attr_size(abi), 0));
@@ -134,6 +133,8 @@ int create_ruleset(const landlock_uapi::RulesetAttr& attr, int abi, std::string&
     return ruleset;
 }
 
+// Opens a granted path without following any symlink on it (a canonical path has none, so one
+// there was planted), and checks the directory is still the one the plan named when it says.
 int open_grant(const std::string& path, const std::optional<std::string>& expected, std::string& why) {
     const int fd = posix::open_no_symlinks(path, O_PATH);
     if (fd < 0) {
