@@ -4,8 +4,9 @@
 // Besides the ruleset, the runner sets no_new_privs, drops every capability (a root caller
 // would otherwise keep CAP_SYS_MODULE and friends, which no file rule can hold), installs a
 // seccomp filter that refuses TIOCSTI and TIOCLINUX (so the caller's terminal cannot be fed
-// keystrokes while job control keeps working) and the metadata ioctls Landlock cannot see
-// (tty_guard.hpp), and closes every descriptor above 2 the caller did not keep. Each granted
+// keystrokes while job control keeps working), the metadata ioctls Landlock cannot see and, with
+// the network denied, every socket that could reach outside (tty_guard.hpp), and closes every
+// descriptor above 2 the caller did not keep. Each granted
 // path is opened without following a symlink, and the workspace root and temp area must still
 // be the directories the plan named. What Landlock does not govern: landlock_rules.hpp.
 #pragma once
