@@ -495,10 +495,10 @@ TEST_P(SignalsToCallersGroup, KillMinusOneReachesNothingOutsideTheSandbox) {
     EXPECT_EQ(record, "none") << "a process outside the sandbox received SIGUSR1; " << said;
     // The helper's own status: 0, or 1 where kill(-1) found nothing to signal (bubblewrap's PID
     // namespace holds only the helper and its init); not a death by signal.
-    const auto status_is = [&](const std::string& value) {
-        return said.rfind(value, 0) == 0 && (said.size() == value.size() || said[value.size()] == ';');
+    const auto status_is = [](const std::string& line, const std::string& value) {
+        return line.rfind(value, 0) == 0 && (line.size() == value.size() || line[value.size()] == ';');
     };
-    EXPECT_TRUE(status_is("status=0") || status_is("status=1")) << "the call did not end normally: " << said;
+    EXPECT_TRUE(status_is(said, "status=0") || status_is(said, "status=1")) << "the call did not end normally: " << said;
     if (form != "exec") return;
     const auto [control, control_said] = attempt(signalling(true), false, own_namespace, "all-control");
     EXPECT_EQ(control, "USR1") << control_said;
