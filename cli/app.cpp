@@ -387,6 +387,8 @@ void add_subcommands(CLI::App& app, Subcommands& c, const Named& wanted, const N
                 if (value != "allow" && value != "deny") throw CLI::ValidationError("--network", "must be allow or deny");
                 c.bs.denyNetwork = value == "deny";
             }, "allow or deny");
+        c.stage->add_flag("--landlock-scope", c.bs.landlockScope,
+                          "apply Landlock's scopes: signals, and abstract Unix sockets with the network denied");
         c.stage->prefix_command();
     }
     if (wanted("restricted-token-exec")) {

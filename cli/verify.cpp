@@ -9,6 +9,7 @@
 #include <unistd.h>
 #if defined(__linux__)
 #include <linux/fs.h>  // FS_IOC_GETFLAGS, FS_IOC_SETFLAGS
+#include <linux/netlink.h>
 #include <netinet/in.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -293,9 +294,64 @@ VerifyReport verify_backend(const Backend& backend) {
             if (tcp >= 0) close(tcp);
             if (local >= 0) close(local);
             unlink(unix_path.c_str());
+            // A datagram socket of the host's (a stand-in for /dev/log or /run/systemd/notify),
+            // and a host process's netlink port: a datagram that reached either waits in its
+            // queue when the helper has ended.
+            const auto waiting = [](int fd) {
+                char byte;
+                return recv(fd, &byte, 1, MSG_DONTWAIT) >= 0;
+            };
+            const std::string dgram_path = s.base + "/host.dgram";
+            const int dgram = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+            std::snprintf(unix_address.sun_path, sizeof unix_address.sun_path, "%s", dgram_path.c_str());
+            if (dgram >= 0 && bind(dgram, reinterpret_cast<sockaddr*>(&unix_address), sizeof unix_address) == 0) {
+                const posix::EffectRun run = run_confined_effect(mode, {"sendto-dgram", dgram_path}, nullptr);
+                const bool held = run.started && run.exitCode == 1 && !waiting(dgram);
+                report.effects.push_back({"send a datagram to a host socket (network deny)", mode_name, true, held, false,
+                                          held ? "" : "got through"});
+            }
+            if (dgram >= 0) close(dgram);
+            unlink(dgram_path.c_str());
+            const int netlink = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_USERSOCK);
+            sockaddr_nl port{};
+            port.nl_family = AF_NETLINK;
+            socklen_t port_length = sizeof port;
+            if (netlink >= 0 && bind(netlink, reinterpret_cast<sockaddr*>(&port), sizeof port) == 0 &&
+                getsockname(netlink, reinterpret_cast<sockaddr*>(&port), &port_length) == 0) {
+                const posix::EffectRun run = run_confined_effect(mode, {"netlink-send", std::to_string(port.nl_pid)}, nullptr);
+                const bool held = run.started && run.exitCode == 1 && !waiting(netlink);
+                report.effects.push_back({"send a netlink message to a host process (network deny)", mode_name, true, held,
+                                          false, held ? "" : "got through"});
+            }
+            if (netlink >= 0) close(netlink);
         }
 #endif
         dimensions = nullptr;
+#if !defined(_WIN32)
+        // A signal to every process of the runner's group, which a sentinel of the host's shares
+        // (as a shell's other children share a script's): the sentinel must receive nothing, and
+        // the runner (bubblewrap, itself in the group) must end as the helper did.
+        {
+            posix::SignalSentinel sentinel = posix::start_signal_sentinel();
+            if (sentinel.pid > 0) {
+                std::vector<std::string> argv = {self, "__effect", "signal-group"};
+                const Expected<ConfinedArgv> confined =
+                    backend.confine(argv, SandboxPolicy{mode, s.ws, std::nullopt, std::nullopt});
+                posix::EffectRun run;
+                if (confined) run = posix::run_effect_in_group(confined->argv, sentinel.pid, 10000);
+                const bool signalled = posix::sentinel_signalled(sentinel);
+                const bool held = run.started && !run.timedOut && run.exitCode == 0 && !signalled;
+                const bool gap = !held && named("signals");
+                std::string detail;
+                if (!held)
+                    detail = signalled ? "a process of the caller's group received it"
+                                       : "the runner did not end normally (" + std::to_string(run.exitCode) + ")";
+                if (gap) detail += ": a named gap (signals)";
+                report.effects.push_back({"signal the caller's process group (kill(0, SIGUSR1))", mode_name, true, held,
+                                          gap, detail});
+            }
+        }
+#endif
         if (mode == ConfinedSandboxMode::ReadOnly) {
             reset_scratch(s);
             const std::string before = posix::snapshot_tree(s.base);

@@ -30,6 +30,9 @@ std::vector<std::string> writable_places(const SandboxPolicy& policy) {
     return places;
 }
 
+// Whether the stage can apply Landlock's scopes on this kernel (bwrap_argv.hpp's Layout).
+bool scopes_available() { return linux_host::landlock_abi() >= landlock::kScopeAbi; }
+
 std::optional<std::string> inside_writable(const std::string& file, const SandboxPolicy& policy) {
     for (const auto& place : writable_places(policy))
         if (!paths_within({file}, place).empty()) return place;
@@ -86,6 +89,9 @@ Expected<Usable> BwrapBackend::probe(int timeout_ms) const {
     if (truth.status != posix::Lookup::Found) return Expected<Usable>::failure("no 'true' on PATH to probe with");
     const SandboxPolicy probe_policy{ConfinedSandboxMode::ReadOnly, "/", std::nullopt, std::nullopt};
     Layout layout{runner_, stage_, "/", geteuid() == 0};
+    // The scopes too, as a plan would have them: a stage that cannot apply them inside bubblewrap
+    // makes the backend unusable here, not a call that fails later.
+    layout.landlockScope = scopes_available();
     // The stage's mount path is part of what must work: it is tried on a private tmpfs over
     // the per-user temp base, which is made for that (where it cannot be, only the rest).
     std::string why;
@@ -117,6 +123,7 @@ Expected<ConfinedArgv> BwrapBackend::confine(const std::vector<std::string>& arg
                                                    ", which a confined command may write: it could be replaced there");
     Layout layout{runner_, stage_, cwd_, geteuid() == 0};
     layout.keepFds = policy.keepFds;
+    layout.landlockScope = scopes_available();
     if (policy.mode == ConfinedSandboxMode::WorkspaceWrite) {
         std::string why;
         // A call brings the identity it resolved (the stage checks it); only a policy made
@@ -146,6 +153,7 @@ Expected<ConfinedArgv> BwrapBackend::confine(const std::vector<std::string>& arg
     ConfinedArgv out;
     out.argv = build_argv(layout, argv, policy);
     out.backend = name();
+    out.enforcementGaps = enforcement_gaps(layout);
     // The stage that restores the repositories when the call ends must outlive the command: only
     // Landlock's signal scope (ABI 6) keeps the command from killing it first.
     if (!policy.git.checkedAtEnd.empty() && linux_host::landlock_abi() < 6)
@@ -178,7 +186,10 @@ BackendReport BwrapBackend::report() const {
         std::string text = version.output.substr(0, version.output.find('\n'));
         out.facts.push_back({"bwrapVersion", text.empty() ? "unknown" : text});
     }
-    out.enforcement = SandboxEnforcement::Full;
+    Layout layout;
+    layout.landlockScope = scopes_available();
+    out.enforcementGaps = enforcement_gaps(layout);
+    out.enforcement = out.enforcementGaps.empty() ? SandboxEnforcement::Full : SandboxEnforcement::Partial;
     return out;
 }
 

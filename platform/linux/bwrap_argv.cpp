@@ -18,6 +18,7 @@ std::vector<std::string> stage_arguments(const StageRequest& request) {
     for (const auto& path : request.gitCheck) out.insert(out.end(), {"--git-check", path});
     for (const auto& path : request.hide) out.insert(out.end(), {"--hide", path});
     if (request.denyNetwork) out.insert(out.end(), {"--network", "deny"});
+    if (request.landlockScope) out.push_back("--landlock-scope");
     out.insert(out.end(), {"--chdir", request.chdir});
     if (request.statusFd >= 0) out.insert(out.end(), {"--status-fd", std::to_string(request.statusFd)});
     for (int fd : request.keepFds) out.insert(out.end(), {"--keep-fd", std::to_string(fd)});
@@ -67,6 +68,7 @@ std::vector<std::string> build_argv(const Layout& layout, const std::vector<std:
     }
     stage.hide = policy.unreadablePaths;
     stage.denyNetwork = policy.network == NetworkPolicy::Deny;
+    stage.landlockScope = layout.landlockScope;
     const bool mounts = !stage.roots.empty() || !stage.tempBind.empty() || !stage.tempTmpfs.empty() || !stage.hide.empty();
     out.insert(out.end(), {"--remount-ro", "/dev"});
     // With mounts to make, an unprivileged stage must first write its uid and gid maps in /proc:
@@ -103,6 +105,13 @@ std::vector<std::string> writable_roots(const SandboxPolicy& policy, const Layou
     for (const auto& sink : posix_shell_sinks()) roots.push_back(sink);
     roots.push_back("/dev/pts");  // a private devpts instance: new ptys, none of the host's
     return roots;
+}
+
+std::vector<std::string> enforcement_gaps(const Layout& layout) {
+    if (layout.landlockScope) return {};
+    return {"signals: the command can signal every process of its process group outside the sandbox with "
+            "kill(0, ...): bubblewrap itself and, when a script runs dsh-confine (no job control), the script's "
+            "shell and its other children (the stage scopes signals with Landlock from ABI 6)"};
 }
 
 std::vector<std::string> denial_signatures(const SandboxPolicy& policy) {

@@ -11,8 +11,12 @@
 //     bubblewrap destination lies in a directory that any confined command can write;
 //   - the command runs through the stage, which drops every capability, installs the
 //     terminal guard (TIOCSTI, TIOCLINUX), and closes descriptors above 2 unless kept.
-// Not governed: IPC with host daemons through sockets (a daemon may write on the command's
-// behalf), network, and process visibility outside the PID namespace's /proc.
+//   - the stage applies Landlock's scopes where the kernel has them (ABI 6): the command
+//     signals only its own processes; before that, kill(0, ...) reaches the caller's process
+//     group (a process group spans PID namespaces), a named gap.
+// Not governed: IPC with host daemons through sockets unless the network is denied (a daemon
+// may write on the command's behalf), network, and process visibility outside the PID
+// namespace's /proc.
 #pragma once
 
 #include <string>
@@ -39,7 +43,12 @@ struct StageRequest {
     std::vector<std::string> pin;      // inside the roots: kept in place (writable), with every directory between
     std::vector<std::string> gitCheck;  // git directories whose validity the stage restores when the call ends
     std::vector<std::string> hide;     // made unreadable: an empty mode-000 directory or file over each
-    bool denyNetwork = false;          // refuse sockets but socketpair(), AF_UNIX where needed, netlink
+    bool denyNetwork = false;          // the guard's socket rules (tty_guard.hpp)
+    // Apply Landlock's scopes (ABI 6) last: the command then signals only its own processes
+    // (kill(0, ...) reaches the caller's process group across the PID namespace otherwise), and,
+    // with the network denied, reaches no abstract Unix socket outside. The plan relies on it:
+    // where the kernel lacks it, the stage refuses rather than run the command without.
+    bool landlockScope = false;
 };
 
 // The stage's arguments after `SELF bwrap-stage`, up to (not including) the `--`.
@@ -55,11 +64,16 @@ struct Layout {
     std::string privateTemp = {};      // without a session: a tmpfs over this directory is the temp area
     std::vector<std::string> writableRootIds = {};  // DEV:INO of each of policy.writableRoots, in order
     std::vector<int> keepFds = {};
+    bool landlockScope = false;        // the kernel has Landlock's scopes (ABI 6): the stage applies them
 };
 
 std::vector<std::string> build_argv(const Layout& layout, const std::vector<std::string>& argv,
                                     const SandboxPolicy& policy);
 std::vector<std::string> writable_roots(const SandboxPolicy& policy, const Layout& layout);
+
+// What a plan cannot govern: nothing, unless the stage cannot apply Landlock's scopes (before
+// ABI 6, or Landlock disabled): then the caller's process group is within the command's reach.
+std::vector<std::string> enforcement_gaps(const Layout& layout);
 
 // The denial text of a call with `policy`: EROFS always (every write outside the writable
 // roots meets a read-only bind); in workspace-write, EXDEV (a hard link or rename between a

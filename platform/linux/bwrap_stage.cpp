@@ -19,6 +19,7 @@
 
 #include "../posix/safe_path.hpp"
 #include "git_check.hpp"
+#include "landlock.hpp"
 #include "runner.hpp"
 #include "tty_guard.hpp"
 
@@ -454,12 +455,19 @@ int run_stage(const StageRequest& request, const std::vector<std::string>& argv)
     if (!temp_text.empty()) setenv("TMPDIR", temp.path.c_str(), 1);
     linux_guard::GuardOptions guard;
     // With the network denied, host daemons' sockets by path are still reachable from this
-    // network namespace: AF_UNIX sockets are refused too (socketpair() still works).
-    guard.denyNetwork = request.denyNetwork;
-    guard.unixSockets = false;
-    const linux_runner::Launch launch = linux_runner::prepare_launch(argv, request.statusFd, request.keepFds, "BWRAP_STAGE", guard, -1);
+    // network namespace, and datagram sockets can address them: the guard's socket rules.
+    if (request.denyNetwork) guard.sockets = linux_guard::SocketRules::Local;
+    // A process group spans PID namespaces: without Landlock's signal scope, kill(0, ...) reaches
+    // the caller's group outside. The ruleset handles no access right (the mounts govern files).
+    int ruleset = -1;
+    if (request.landlockScope) {
+        ruleset = landlock::scope_ruleset(request.denyNetwork, why);
+        if (ruleset < 0) return fail("the plan relies on Landlock's scopes: " + why + "; nothing ran");
+    }
+    const linux_runner::Launch launch =
+        linux_runner::prepare_launch(argv, request.statusFd, request.keepFds, "BWRAP_STAGE", guard, ruleset);
     if (checks.empty()) return launch.run();
-    return hold_and_check(launch, checks, request);
+    return hold_and_check(launch, checks, request);  // the scope is the command's alone: applied in its process
 }
 
 }  // namespace dsh::bwrap

@@ -19,7 +19,9 @@
 // the mounts it inherits become locked there, as they are for the command. As root, bubblewrap
 // keeps CAP_SYS_ADMIN for the stage alone (--cap-add), and the stage drops it with the rest.
 // The stage also does what the Landlock runner does last: no_new_privs, the terminal guard,
-// every capability dropped, descriptors above 2 closed unless kept, proof of start, execve.
+// every capability dropped, descriptors above 2 closed unless kept, proof of start, execve;
+// and where the plan asks (the kernel has Landlock ABI 6), a Landlock ruleset that only scopes
+// signals (a process group spans PID namespaces: kill(0, ...) would reach the caller's group).
 #pragma once
 
 #include <string>

@@ -125,6 +125,14 @@ std::optional<std::string> make_call_temp_dir(const std::string& base, std::stri
 
 namespace {
 
+// A ruleset handling what `attr` says, for `abi` (the attribute's size grew with the ABIs).
+int create_ruleset(const landlock_uapi::RulesetAttr& attr, int abi, std::string& why) {
+    const int ruleset =
+        static_cast<int>(syscall(SYS_landlock_create_ruleset, &attr, landlock_uapi::ruleset_attr_size(abi), 0));
+    if (ruleset < 0) why = errno_text("landlock_create_ruleset");
+    return ruleset;
+}
+
 // Opens a granted path without following any symlink on it (a canonical path has none, so one
 // there was planted), and checks the directory is still the one the plan named when it says.
 int open_grant(const std::string& path, const std::optional<std::string>& expected, std::string& why) {
@@ -175,10 +183,9 @@ linux_runner::Launch prepare_confined(const RunnerArgs& args, const std::vector<
         policy.writableRoots.push_back(path);
         root_ids[path] = at == std::string::npos ? std::nullopt : std::optional<std::string>(root.substr(0, at));
     }
-    landlock_uapi::RulesetAttr attr{handled_access(abi), handled_net_access(abi, args.denyNetwork), scoped(abi, args.denyNetwork)};
-    const int ruleset =
-        static_cast<int>(syscall(SYS_landlock_create_ruleset, &attr, landlock_uapi::ruleset_attr_size(abi), 0));
-    if (ruleset < 0) return fail(errno_text("landlock_create_ruleset"));
+    const int ruleset = create_ruleset(
+        {handled_access(abi), handled_net_access(abi, args.denyNetwork), scoped(abi, args.denyNetwork)}, abi, why);
+    if (ruleset < 0) return fail(why);
     const auto fail_closing = [&](const std::string& message) {
         close(ruleset);
         return fail(message);
@@ -218,11 +225,23 @@ linux_runner::Launch prepare_confined(const RunnerArgs& args, const std::vector<
     }
     linux_guard::GuardOptions guard;
     guard.metadataIoctls = true;
-    // Host daemons' sockets by path are reachable from here: AF_UNIX sockets are refused too
-    // (socketpair() still works); TCP is also refused by the ruleset where the ABI has it.
-    guard.denyNetwork = args.denyNetwork;
-    guard.unixSockets = false;
+    // The host's network namespace: its daemons' sockets by path and by abstract name, its
+    // netlink. The guard's socket rules refuse every socket that could reach them; TCP is also
+    // refused by the ruleset where the ABI has it.
+    if (args.denyNetwork) guard.sockets = linux_guard::SocketRules::Local;
     return linux_runner::prepare_launch(argv, args.statusFd, args.keepFds, "LANDLOCK", guard, ruleset);
+}
+
+int scope_ruleset(bool deny_network, std::string& why) {
+    const int abi = linux_host::landlock_abi(&why);
+    if (abi < kScopeAbi) {
+        if (abi >= 1) why = "Landlock ABI " + std::to_string(abi) + " has no scopes (they came with ABI 6)";
+        else why = "Landlock is unavailable: " + why;
+        return -1;
+    }
+    // No access right handled: the command's file access is bubblewrap's business; only what it
+    // may signal or reach by an abstract name is restricted.
+    return create_ruleset({0, 0, scoped(abi, deny_network)}, abi, why);
 }
 
 int exec_confined(const RunnerArgs& args, const std::vector<std::string>& argv) {

@@ -4,8 +4,9 @@
 // Besides the ruleset, the runner sets no_new_privs, drops every capability (a root caller
 // would otherwise keep CAP_SYS_MODULE and friends, which no file rule can hold), installs a
 // seccomp filter that refuses TIOCSTI and TIOCLINUX (so the caller's terminal cannot be fed
-// keystrokes while job control keeps working) and the metadata ioctls Landlock cannot see
-// (tty_guard.hpp), and closes every descriptor above 2 the caller did not keep. Each granted
+// keystrokes while job control keeps working), the metadata ioctls Landlock cannot see and, with
+// the network denied, every socket that could reach outside (tty_guard.hpp), and closes every
+// descriptor above 2 the caller did not keep. Each granted
 // path is opened without following a symlink, and the workspace root and temp area must still
 // be the directories the plan named. What Landlock does not govern: landlock_rules.hpp.
 #pragma once
@@ -50,6 +51,11 @@ std::optional<std::string> nested_temp_base();
 // applies it all with system calls only (runner.hpp), so `run` can start the command from a
 // clone that shares the preparing process's memory.
 linux_runner::Launch prepare_confined(const RunnerArgs& args, const std::vector<std::string>& argv);
+
+// A ruleset that handles no access right and only scopes: signals, and abstract Unix sockets
+// when `deny_network` (what the stage applies inside bubblewrap, bwrap_stage.hpp). -1 with `why`
+// where this kernel's Landlock has no scopes (before ABI 6) or fails.
+int scope_ruleset(bool deny_network, std::string& why);
 
 // Applies the ruleset for `args` to this process and execs argv. Returns only on failure,
 // with the exit status to use: 125 when confinement could not be set up (the message already

@@ -45,6 +45,9 @@ std::vector<std::string> enforcement_gaps(int abi) {
         std::string("file ioctls: ioctls on regular files and directories are not governed by Landlock; the runner's ") +
             "filter refuses those known to change metadata (inode flags, FS_IOC_FSSETXATTR, the inode version, " +
             "an encryption policy, btrfs subvolumes and snapshots), not every file system's own",
+        std::string("IPC: Landlock cannot govern SysV IPC or POSIX message queues, which are the host's: the ") +
+            "command can use and remove the caller's SysV message queues, semaphores and shared memory and remove " +
+            "its POSIX message queues, and what it makes persists after it ends",
     };
     if (abi < 3) gaps.push_back("truncate: truncate(2) of existing files is not governed before Landlock ABI 3");
     if (abi < 5) gaps.push_back("device ioctls: ioctls on device files are not governed before Landlock ABI 5");
@@ -53,7 +56,7 @@ std::vector<std::string> enforcement_gaps(int abi) {
 
 std::vector<std::string> enforcement_gaps(int abi, const SandboxPolicy& policy) {
     std::vector<std::string> gaps = enforcement_gaps(abi);
-    if (abi < 6)
+    if (abi < kScopeAbi)
         gaps.push_back("signals: the command can signal the caller's other processes (Landlock scopes them from ABI 6)");
     gaps.push_back("terminals: the caller's other terminals under /dev/pts can be opened and written to (output only: "
                    "the runner's filter refuses TIOCSTI)");
@@ -100,7 +103,7 @@ std::uint64_t handled_net_access(int abi, bool deny_network) {
 }
 
 std::uint64_t scoped(int abi, bool deny_network) {
-    if (abi < 6) return 0;
+    if (abi < kScopeAbi) return 0;
     return scope::Signal | (deny_network ? scope::AbstractUnixSocket : 0);
 }
 

@@ -7,10 +7,12 @@
 //     (Landlock has no hook for setattr or setxattr);
 //   - ioctls on regular files and directories (ABI 5 governs device files only): the runner's
 //     seccomp filter refuses the known metadata-changing ones (tty_guard.hpp), not all;
-//   - IPC with host daemons through sockets, network, process visibility;
-//   - protected paths (a granted root is granted whole) and unreadable paths (the host is
-//     readable), which inside a writable root can also be renamed or removed: named with their
-//     paths in the policy's gaps.
+//   - SysV IPC and POSIX message queues: the host's IPC namespace is shared (a named gap);
+//   - IPC with host daemons through sockets, network, process visibility (the runner's filter
+//     governs sockets with the network denied);
+//   - protected paths and git's protection (a granted root is granted whole) and unreadable paths
+//     (the host is readable), which inside a writable root can also be renamed or removed: named
+//     with their paths in the policy's gaps.
 // By ABI: truncate(2) of existing files before ABI 3; ioctls on device files before ABI 5.
 // Before ABI 2 every rename or link across directories is refused (EXDEV), even inside the
 // workspace: an over-block, not a gap.
@@ -93,6 +95,9 @@ namespace scope {
 inline constexpr std::uint64_t AbstractUnixSocket = 1ULL << 0;  // ABI 6
 inline constexpr std::uint64_t Signal = 1ULL << 1;              // ABI 6
 }  // namespace scope
+
+// The first ABI with scopes (signals, abstract Unix sockets).
+inline constexpr int kScopeAbi = 6;
 
 // What a ruleset handles beyond the file system for this ABI: TCP when the network is denied
 // (ABI 4), signals always and abstract Unix sockets when the network is denied (ABI 6).

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -39,8 +40,8 @@ long drop_all_capabilities() noexcept;
 // RLIMIT_NOFILE is); 'S' on the proof's descriptor just before execve, 'F' if it failed.
 //
 // The two parts: prepare_launch() does everything that may allocate or fail with a message of
-// its own: the PATH lookup, the seccomp program, the check of each kept descriptor, the argv
-// array, every message's text. Launch::run() then makes system calls only, without the C
+// its own: the PATH lookup, the choice of the seccomp program, the check of each kept
+// descriptor, the argv array, every message's text. Launch::run() then makes system calls only, without the C
 // library's wrappers (raw_syscall.hpp: no errno, no allocation, no lock, no stdio): so it may
 // run in a clone that shares the preparing process's memory until its execve, as posix_spawn's
 // child does, which spares `run` under Landlock a copy of dsh-confine's address space.
@@ -61,7 +62,7 @@ private:
     int failureStatus_ = 125;
     const char* errorCode_ = "";
     int ruleset_ = -1;  // restricted to last (landlock_restrict_self), then closed
-    std::vector<sock_filter> guard_;
+    std::span<const sock_filter> guard_;  // static data (tty_guard.hpp): nothing built per call
     bool found_ = false;  // false: the command is missing (127, after the proof "SF")
     std::string program_;
     std::shared_ptr<const std::vector<std::string>> args_;  // what argv_ points into

@@ -1,34 +1,70 @@
-// The terminal guard: a seccomp filter that refuses ioctl(TIOCSTI) and ioctl(TIOCLINUX), so a
-// confined command cannot push keystrokes into the caller's terminal (they would run outside
-// any sandbox) while it keeps that terminal as its controlling one (job control works).
+// The guard: the seccomp filter both Linux runners install (runner.hpp's Launch). It refuses
+// ioctl(TIOCSTI) and ioctl(TIOCLINUX), so a confined command cannot push keystrokes into the
+// caller's terminal (they would run outside any sandbox) while it keeps that terminal as its
+// controlling one (job control works); and every syscall of another architecture (32-bit entry
+// points, x32), which could reach ioctl or socketcall by other numbers, with ENOSYS.
 //
-// Under Landlock the same filter also refuses the ioctls that change a file's metadata where
-// Landlock has no hook (it governs ioctls on device files only): inode flags (chattr: append-only,
-// no-dump, no-atime, ...), the project and extended-attribute flags (FS_IOC_FSSETXATTR), the
-// inode generation, an encryption policy, and btrfs subvolume and snapshot creation, removal and
+// Under Landlock it also refuses the ioctls that change a file's metadata where Landlock has no
+// hook (it governs ioctls on device files only): inode flags (chattr: append-only, no-dump,
+// no-atime, ...), the project and extended-attribute flags (FS_IOC_FSSETXATTR), the inode
+// generation, an encryption policy, and btrfs subvolume and snapshot creation, removal and
 // flags. They are refused everywhere, the workspace included: a named over-block. Under
 // bubblewrap a read-only mount already refuses them (EROFS) outside the writable roots.
 //
-// With the network denied, the filter also refuses creating sockets of every family but netlink
-// and, where nothing better keeps host daemons out, AF_UNIX (see GuardOptions).
+// With the network denied it judges every syscall that makes a socket (the same filter under
+// both backends):
+//   - socket(): netlink with NETLINK_ROUTE only (glibc's getaddrinfo and getifaddrs ask it; an
+//     unprivileged NETLINK_ROUTE socket can send to the kernel only); every other family
+//     (IP, AF_UNIX, packet, vsock, ...) and every other netlink protocol is EPERM;
+//   - socketpair(): AF_UNIX of type SOCK_STREAM or SOCK_SEQPACKET only; a connected stream or
+//     seqpacket end refuses or ignores a destination address and can neither be connected
+//     again nor listen, so it reaches nothing outside; SOCK_DGRAM (which can sendto() any named
+//     socket, or be disconnected and bound as a listener) and SOCK_RAW (a datagram socket in
+//     AF_UNIX) are EPERM;
+//   - io_uring_setup() is ENOSYS: io_uring makes and connects sockets without socket(2).
+// What the filter does not see: descriptors the command inherits (stdin, stdout, stderr, and
+// those kept with --keep-fd), which keep working as they are.
+//
+// The filters are built with libseccomp when dsh-confine is built, not at run time (building
+// one costs more than the rest of a call's setup): tty_guard_rules.cpp holds the rules, the
+// generator tty_guard_gen.cpp writes every variant into the binary, and guard_program() picks
+// one. The unit tests build each one again and compare.
 #pragma once
 
-#include <vector>
+#include <array>
+#include <cstddef>
+#include <span>
 
 #include <linux/filter.h>
 
 namespace dsh::linux_guard {
 
+// What the filter does about sockets. A later state (say, TCP over IPv4 and IPv6 only) is one
+// more value here and one more row in tty_guard_rules.cpp's socket rules.
+enum class SocketRules {
+    Any,   // the network allowed: sockets are not the filter's concern
+    Local  // the network denied: NETLINK_ROUTE, and stream and seqpacket socketpairs only
+};
+inline constexpr std::array kSocketRules = {SocketRules::Any, SocketRules::Local};
+
 struct GuardOptions {
-    bool metadataIoctls = false;  // also refuse the metadata-changing ioctls listed above (EPERM)
-    // Network deny: socket() of any family but netlink (and AF_UNIX when `unixSockets`) is EPERM,
-    // and io_uring_setup ENOSYS (io_uring makes sockets without socket()). socketpair() works.
-    bool denyNetwork = false;
-    bool unixSockets = true;
+    bool metadataIoctls = false;            // also refuse the metadata-changing ioctls listed above (EPERM)
+    SocketRules sockets = SocketRules::Any;
 };
 
+// Every variant, numbered: the generator writes them in this order, guard_program() finds one.
+inline constexpr std::size_t kGuardVariants = 2 * kSocketRules.size();
+constexpr std::size_t variant_index(const GuardOptions& options) {
+    std::size_t rules = 0;
+    while (kSocketRules[rules] != options.sockets) ++rules;
+    return rules * 2 + (options.metadataIoctls ? 1 : 0);
+}
+constexpr GuardOptions variant_options(std::size_t index) {
+    return GuardOptions{index % 2 == 1, kSocketRules[index / 2]};
+}
+
 // The filter's program, for prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER) once no_new_privs is
-// set (runner.hpp's Launch installs it).
-std::vector<sock_filter> guard_program(const GuardOptions& options = {});
+// set: static data, nothing built or allocated.
+std::span<const sock_filter> guard_program(const GuardOptions& options = {});
 
 }  // namespace dsh::linux_guard

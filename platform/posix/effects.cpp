@@ -26,6 +26,7 @@
 #include <sys/wait.h>
 #if defined(__linux__)
 #include <linux/fs.h>  // FS_IOC_SETFLAGS, FS_IOC_FSSETXATTR
+#include <linux/netlink.h>
 #include <mqueue.h>    // POSIX message queues (macOS has none)
 #endif
 #include <sys/xattr.h>
@@ -101,6 +102,26 @@ int allocate(int fd, off_t size) {
 #else
     return posix_fallocate(fd, 0, size);
 #endif
+}
+
+// The sentinel's life: SIGUSR1 and SIGUSR2 blocked, `ready` written to `ready_fd`, then SIGUSR2
+// awaited. Whether a SIGUSR1 came meanwhile: blocked, it stays pending, never lost or handled.
+bool wait_as_sentinel(int ready_fd, const char* ready, std::size_t size) {
+    sigset_t both;
+    sigemptyset(&both);
+    sigaddset(&both, SIGUSR1);
+    sigaddset(&both, SIGUSR2);
+    sigprocmask(SIG_BLOCK, &both, nullptr);
+    if (write(ready_fd, ready, size) != static_cast<ssize_t>(size)) return false;
+    sigset_t asked;
+    sigemptyset(&asked);
+    sigaddset(&asked, SIGUSR2);
+    int which = 0;
+    while (sigwait(&asked, &which) != 0) {
+    }
+    sigset_t pending;
+    sigpending(&pending);
+    return sigismember(&pending, SIGUSR1) == 1;
 }
 
 }  // namespace
@@ -241,6 +262,67 @@ int perform_effect(const std::string& op, const std::vector<std::string>& a) {
         errno = error;
         return rc == 0 ? 0 : refused("connect " + a[0]);
     }
+    // A datagram to a host socket by path, from each datagram socket the command could make: its
+    // own, and a socketpair end, addressed per call or connected. 0 when any one was sent.
+    if (op == "sendto-dgram" && need(1)) {
+        sockaddr_un address{};
+        address.sun_family = AF_UNIX;
+        std::snprintf(address.sun_path, sizeof address.sun_path, "%s", a[0].c_str());
+        const auto* to = reinterpret_cast<const sockaddr*>(&address);
+        int sent = 0;
+        const auto attempt = [&](const char* how, int fd, bool connected) {
+            const bool ok = fd >= 0 && (connected ? connect(fd, to, sizeof address) == 0 && send(fd, "x", 1, 0) == 1
+                                                  : sendto(fd, "x", 1, 0, to, sizeof address) == 1);
+            if (ok) ++sent;
+            else refused(std::string(how) + " to " + a[0]);
+        };
+        const int own = socket(AF_UNIX, SOCK_DGRAM, 0);
+        attempt("sendto from socket(AF_UNIX, SOCK_DGRAM)", own, false);
+        int pair[2] = {-1, -1};
+        if (socketpair(AF_UNIX, SOCK_DGRAM, 0, pair) != 0) pair[0] = pair[1] = -1;
+        attempt("sendto from socketpair(AF_UNIX, SOCK_DGRAM)", pair[0], false);
+        attempt("connect and send from socketpair(AF_UNIX, SOCK_DGRAM)", pair[1], true);
+        for (int fd : {own, pair[0], pair[1]})
+            if (fd >= 0) close(fd);
+        return sent > 0 ? 0 : 1;
+    }
+    // A signal to every process of the command's process group, or to every process it may
+    // signal (-1). The helper ignores the signal itself: it is among the receivers.
+    if (op == "signal-group" || op == "signal-all") {
+        std::signal(SIGUSR1, SIG_IGN);
+        const pid_t whom = op == "signal-group" ? 0 : -1;
+        return kill(whom, SIGUSR1) == 0 ? 0 : refused(op == "signal-group" ? "kill(0, SIGUSR1)" : "kill(-1, SIGUSR1)");
+    }
+    // The tests' sentinel (start_signal_sentinel is doctor's): "ready" on stdout once SIGUSR1 is
+    // blocked, then, on SIGUSR2, "USR1" or "none" into the file a[0].
+    if (op == "sentinel" && need(1)) {
+        const bool signalled = wait_as_sentinel(1, "ready\n", 6);
+        std::ofstream(a[0]) << (signalled ? "USR1\n" : "none\n");
+        return 0;
+    }
+#if defined(__linux__)
+    // A netlink message to a host process's port (NETLINK_USERSOCK, which unprivileged processes
+    // may send to one another).
+    if (op == "netlink-send" && need(1)) {
+        const int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_USERSOCK);
+        if (fd < 0) return refused("socket(AF_NETLINK, NETLINK_USERSOCK)");
+        sockaddr_nl address{};
+        address.nl_family = AF_NETLINK;
+        address.nl_pid = static_cast<std::uint32_t>(std::strtoul(a[0].c_str(), nullptr, 10));
+        struct {
+            nlmsghdr header;
+            char payload[8];
+        } message{};
+        message.header.nlmsg_len = sizeof message;
+        message.header.nlmsg_type = NLMSG_MIN_TYPE;
+        std::memcpy(message.payload, "dsh-nl", 6);
+        const ssize_t n = sendto(fd, &message, sizeof message, 0, reinterpret_cast<sockaddr*>(&address), sizeof address);
+        const int error = errno;
+        close(fd);
+        errno = error;
+        return n == static_cast<ssize_t>(sizeof message) ? 0 : refused("sendto netlink port " + a[0]);
+    }
+#endif
     if (op == "tiocsti") {
         char byte = 'X';
         return ioctl(0, TIOCSTI, &byte) == 0 ? 0 : refused("ioctl TIOCSTI");
@@ -314,14 +396,61 @@ int pending_input(const Pty& pty) {
     return waiting;
 }
 
-EffectRun run_effect(const std::vector<std::string>& argv, const Pty* pty, int timeout_ms) {
+SignalSentinel start_signal_sentinel() {
+    SignalSentinel sentinel;
+    int ready[2], answer[2];
+    if (!make_pipe(ready)) return sentinel;
+    if (!make_pipe(answer)) {
+        close(ready[0]);
+        close(ready[1]);
+        return sentinel;
+    }
+    const pid_t pid = fork();
+    if (pid == 0) {
+        setpgid(0, 0);
+        const char said = wait_as_sentinel(ready[1], "r", 1) ? '1' : '0';
+        _exit(write(answer[1], &said, 1) == 1 ? 0 : 1);
+    }
+    close(ready[1]);
+    close(answer[1]);
+    char byte = 0;
+    if (pid > 0 && read(ready[0], &byte, 1) == 1) {
+        // Its group exists once it said it is ready; set here too, so a runner can join it.
+        setpgid(pid, pid);
+        sentinel.pid = pid;
+        sentinel.answer = answer[0];
+    } else {
+        if (pid > 0) {
+            kill(pid, SIGKILL);
+            waitpid(pid, nullptr, 0);
+        }
+        close(answer[0]);
+    }
+    close(ready[0]);
+    return sentinel;
+}
+
+bool sentinel_signalled(SignalSentinel& sentinel) {
+    if (sentinel.pid < 0) return false;
+    kill(sentinel.pid, SIGUSR2);
+    char said = '0';
+    if (read(sentinel.answer, &said, 1) != 1) said = '0';
+    close(sentinel.answer);
+    waitpid(sentinel.pid, nullptr, 0);
+    sentinel = SignalSentinel{};
+    return said == '1';
+}
+
+namespace {
+
+EffectRun run_effect_as(const std::vector<std::string>& argv, const Pty* pty, pid_t group, int timeout_ms) {
     EffectRun run;
     int pipe_fds[2];
     if (!make_pipe(pipe_fds)) return run;
     const pid_t pid = fork();
     if (pid < 0) return run;
     if (pid == 0) {
-        setpgid(0, 0);
+        setpgid(0, group);
         if (pty) {
             setsid();
             const int slave = open(pty->slave.c_str(), O_RDWR);  // a session leader's first tty: its controlling terminal
@@ -358,12 +487,22 @@ EffectRun run_effect(const std::vector<std::string>& argv, const Pty* pty, int t
         if (run.output.size() < 16384) run.output.append(buffer, static_cast<std::size_t>(n));
     }
     close(pipe_fds[0]);
-    if (run.timedOut) kill(-pid, SIGKILL);
+    if (run.timedOut) kill(-(group > 0 ? group : pid), SIGKILL);
     int status = 0;
     waitpid(pid, &status, 0);
     if (WIFEXITED(status)) run.exitCode = WEXITSTATUS(status);
     else if (WIFSIGNALED(status)) run.exitCode = 128 + WTERMSIG(status);
     return run;
+}
+
+}  // namespace
+
+EffectRun run_effect(const std::vector<std::string>& argv, const Pty* pty, int timeout_ms) {
+    return run_effect_as(argv, pty, 0, timeout_ms);
+}
+
+EffectRun run_effect_in_group(const std::vector<std::string>& argv, int group, int timeout_ms) {
+    return run_effect_as(argv, nullptr, group, timeout_ms);
 }
 
 }  // namespace dsh::posix

@@ -895,14 +895,21 @@ TEST_P(HostIpc, IpcObjectsMadeInsideOutliveTheCallOnlyUnderLandlock) {
         mq_close(opened);
         mq_unlink(queue.c_str());
     }
+    // What got through must be a gap the plan names: every Landlock plan names the IPC gap.
+    const json plan = json::parse(dsh({"--print", "--backend", backend, "--mode", "read-only", "--", "true"}, ws).out,
+                                  nullptr, false);
+    bool named = false;
+    for (const auto& gap : plan.value("enforcementGaps", json::array())) named = named || gap.get<std::string>().rfind("IPC: ", 0) == 0;
     if (backend == "bwrap") {
         EXPECT_EQ(segment, -1) << "the segment with key " << key << " reached the host";
         EXPECT_EQ(opened, static_cast<mqd_t>(-1)) << queue << " reached the host";
         EXPECT_EQ(mq_error, ENOENT);
+        EXPECT_FALSE(named) << plan.dump();
     } else {
         EXPECT_GE(segment, 0) << "the segment with key " << key << " did not persist: docs/backends/linux.md is wrong";
         // Landlock refuses to open the new queue's file (EACCES), but mq_open made it first.
         EXPECT_NE(opened, static_cast<mqd_t>(-1)) << queue << " did not persist: docs/backends/linux.md is wrong";
+        EXPECT_TRUE(named) << "the plan does not name the IPC gap: " << plan.dump();
     }
 }
 

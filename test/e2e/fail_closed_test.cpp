@@ -2,10 +2,12 @@
 // it) and the outcome is 125 SANDBOX_UNAVAILABLE, or the runner's own refusal, which the
 // plan's rules recognize as a runner failure. Covered: bubblewrap missing, bubblewrap
 // refusing (a fake runner, and a real run inside `unshare -U`), no Landlock (a seccomp filter
-// makes its syscalls fail with ENOSYS), and a probe that hangs.
+// makes its syscalls fail with ENOSYS: the Landlock runner, and the bubblewrap stage's signal
+// scope), and a probe that hangs.
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include <nlohmann/json.hpp>
@@ -214,6 +216,38 @@ TEST(FailClosed, NoLandlockRunnerRefusesAPrintedPlan) {
     const e2e::Result r = e2e::run_program(argv, s.options);
     EXPECT_EQ(r.status, 125);
     EXPECT_NE(r.err.find("dsh-confine: error: LANDLOCK: "), std::string::npos) << r.err;
+    EXPECT_FALSE(exists(s.sentinel));
+}
+
+// Without Landlock the bubblewrap stage cannot scope signals: the plan says so (partial, the
+// signals gap, no --landlock-scope for the stage), and --require-full refuses it.
+TEST(FailClosed, NoLandlockBwrapPlanNamesTheSignalsGap) {
+    Scene s;
+    e2e::RunOptions options = s.options;
+    options.prefix = {NO_LANDLOCK_BINARY};
+    const e2e::Result plan = e2e::run(s.confined({"--backend", "bwrap", "--print"}), options);
+    ASSERT_EQ(plan.status, 0) << plan.err;
+    const nlohmann::json parsed = nlohmann::json::parse(plan.out);
+    EXPECT_EQ(parsed["enforcement"], "partial");
+    ASSERT_EQ(parsed["enforcementGaps"].size(), 1u) << plan.out;
+    EXPECT_EQ(parsed["enforcementGaps"][0].get<std::string>().rfind("signals: ", 0), 0u) << plan.out;
+    for (const auto& word : parsed["argv"]) EXPECT_NE(word, "--landlock-scope");
+    const e2e::Result full = e2e::run(s.confined({"--backend", "bwrap", "--require-full"}), options);
+    EXPECT_TRUE(e2e::IsError(full, "ENFORCEMENT_PARTIAL"));
+    EXPECT_FALSE(exists(s.sentinel));
+}
+
+// A plan that relies on the scopes, run where Landlock is missing: the stage refuses.
+TEST(FailClosed, NoLandlockStageRefusesAPlanThatReliesOnItsScopes) {
+    Scene s;
+    const e2e::Result plan = e2e::run(s.confined({"--backend", "bwrap", "--print"}), s.options);
+    ASSERT_EQ(plan.status, 0) << plan.err;
+    std::vector<std::string> argv = nlohmann::json::parse(plan.out)["argv"].get<std::vector<std::string>>();
+    ASSERT_NE(std::find(argv.begin(), argv.end(), "--landlock-scope"), argv.end()) << plan.out;
+    argv.insert(argv.begin(), NO_LANDLOCK_BINARY);
+    const e2e::Result r = e2e::run_program(argv, s.options);
+    EXPECT_EQ(r.status, 125);
+    EXPECT_NE(r.err.find("dsh-confine: error: BWRAP_STAGE: the plan relies on Landlock's scopes: "), std::string::npos) << r.err;
     EXPECT_FALSE(exists(s.sentinel));
 }
 

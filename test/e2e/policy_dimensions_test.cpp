@@ -848,24 +848,26 @@ TEST_P(Network, DenyReachesNothingOnTheHostAndAllowDoes) {
 }
 
 TEST_P(Network, DenyKeepsLocalIpcWorking) {
-    // multiprocessing's Pool needs POSIX semaphores in /dev/shm, which only bwrap gives the
-    // command (Landlock does not grant /dev/shm, with the network allowed or not): under Landlock
-    // the same pipes and socketpairs are exercised by a Process and a Pipe instead.
+    // Python's multiprocessing (a Pool, a Queue, a Pipe: pipes, stream socketpairs and POSIX
+    // semaphores), a shell pipeline, git, and make -j2 with a recursive make that shares its
+    // jobserver.
     const std::string processes =
-        backend() == "bwrap"
-            ? "from multiprocessing import Pool\nwith Pool(2) as p: print('pool', sum(p.map(abs, range(-5, 5))))"
-            : "from multiprocessing import Pipe, Process\na, b = Pipe()\np = Process(target=lambda c: c.send(25), args=(b,))\n"
-              "p.start(); print('pool', a.recv()); p.join()";
+        "from multiprocessing import Pipe, Pool, Process, Queue\n"
+        "with Pool(2) as p: print('pool', sum(p.map(abs, range(-5, 5))))\n"
+        "q = Queue(); w = Process(target=q.put, args=(7,)); w.start(); print('queue', q.get()); w.join()\n"
+        "a, b = Pipe(); w = Process(target=b.send, args=(9,)); w.start(); print('pipe', a.recv()); w.join()";
     const e2e::Result r = confined(
         "workspace-write", {"--network", "deny"},
         "/usr/bin/python3 -c 'import socket; a, b = socket.socketpair(); a.send(b\"x\"); print(\"pair\", b.recv(1).decode())' && "
         "/usr/bin/python3 -c \"$1\" && echo piped | cat && "
-        "git init -q g && git -C g commit -q --allow-empty -m inside && "
-        "printf 'all: a b\\na:\\n\\t@echo a > a.out\\nb:\\n\\t@echo b > b.out\\n' > Makefile && make -s -j2 && echo made",
+        "git init -q g && git -C g commit -q --allow-empty -m inside && mkdir -p sub && "
+        "printf 'all:\\n\\t@echo c > c.out\\n' > sub/Makefile && "
+        "printf 'all: a b s\\na:\\n\\t@echo a > a.out\\nb:\\n\\t@echo b > b.out\\ns:\\n\\t+@$(MAKE) -s -C sub\\n' > Makefile && "
+        "make -s -j2 && echo made",
         {processes});
     EXPECT_EQ(r.status, 0) << r.err;
-    EXPECT_EQ(r.out, "pair x\npool 25\npiped\nmade\n") << r.err;
-    EXPECT_EQ(read_file(ws + "/a.out") + read_file(ws + "/b.out"), "a\nb\n");
+    EXPECT_EQ(r.out, "pair x\npool 25\nqueue 7\npipe 9\npiped\nmade\n") << r.err;
+    EXPECT_EQ(read_file(ws + "/a.out") + read_file(ws + "/b.out") + read_file(ws + "/sub/c.out"), "a\nb\nc\n");
     EXPECT_EQ(git(ws + "/g", {"rev-list", "--count", "HEAD"}).out, "1\n");
 }
 

@@ -465,15 +465,17 @@ bool any_gap_starts_with(const Argv& gaps, const std::string& prefix) {
     return std::any_of(gaps.begin(), gaps.end(), [&](const std::string& gap) { return gap.rfind(prefix, 0) == 0; });
 }
 
-TEST(LandlockGaps, AbiSevenNamesTheMetadataGaps) {
+TEST(LandlockGaps, AbiSevenNamesTheMetadataAndIpcGaps) {
     const Argv gaps = landlock::enforcement_gaps(7);
     EXPECT_TRUE(any_gap_starts_with(gaps, "chmod:"));
     EXPECT_TRUE(any_gap_starts_with(gaps, "chown:"));
     EXPECT_TRUE(any_gap_starts_with(gaps, "utimes:"));
     EXPECT_TRUE(any_gap_starts_with(gaps, "xattrs:"));
     EXPECT_TRUE(any_gap_starts_with(gaps, "file ioctls:"));
-    EXPECT_EQ(gaps.size(), 5u);
+    EXPECT_TRUE(any_gap_starts_with(gaps, "IPC:"));
+    EXPECT_EQ(gaps.size(), 6u);
 }
+
 
 TEST(LandlockGaps, AbiSevenGovernsTruncateAndDeviceIoctls) {
     const Argv gaps = landlock::enforcement_gaps(7);
@@ -677,6 +679,27 @@ TEST(BwrapDimensions, ADeniedNetworkIsANewNamespaceAndTheStagesFilter) {
     const Argv allowed = dimensions_argv(ConfinedSandboxMode::ReadOnly, NetworkPolicy::Allow);
     EXPECT_FALSE(has(runner_options(allowed), {"--unshare-net"}));
     EXPECT_FALSE(has(stage_options(allowed), {"--network", "deny"}));
+}
+
+TEST(BwrapDimensions, TheStageScopesSignalsWhereTheKernelCanAndTheGapIsNamedWhereNot) {
+    bwrap::Layout layout = layout_of();
+    layout.landlockScope = true;
+    EXPECT_TRUE(has(stage_options(bwrap::build_argv(layout, kCommand, dimensions_policy(ConfinedSandboxMode::ReadOnly))),
+                    {"--landlock-scope"}));
+    EXPECT_TRUE(bwrap::enforcement_gaps(layout).empty());
+    layout.landlockScope = false;
+    EXPECT_FALSE(has(stage_options(bwrap::build_argv(layout, kCommand, dimensions_policy(ConfinedSandboxMode::ReadOnly))),
+                     {"--landlock-scope"}));
+    const Argv gaps = bwrap::enforcement_gaps(layout);
+    ASSERT_EQ(gaps.size(), 1u);
+    EXPECT_TRUE(any_gap_starts_with(gaps, "signals:"));
+    EXPECT_NE(gaps[0].find("kill(0, ...)"), std::string::npos) << gaps[0];
+}
+
+TEST(LandlockGaps, EveryPlanNamesTheIpcGap) {
+    for (const int abi : {1, 5, 7})
+        for (const auto mode : {ConfinedSandboxMode::ReadOnly, ConfinedSandboxMode::WorkspaceWrite})
+            EXPECT_TRUE(any_gap_starts_with(landlock::enforcement_gaps(abi, dimensions_policy(mode)), "IPC:")) << abi;
 }
 
 TEST(LandlockDimensions, TcpIsHandledFromAbiFourWhenTheNetworkIsDenied) {

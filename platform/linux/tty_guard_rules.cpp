@@ -1,0 +1,147 @@
+#include "tty_guard_rules.hpp"
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+#include <linux/netlink.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <seccomp.h>
+
+namespace dsh::linux_guard {
+namespace {
+
+// One refusal: `syscall` fails with `error` when every comparison holds (none: always).
+struct Refusal {
+    const char* syscall;
+    int error;
+    std::vector<scmp_arg_cmp> when;
+};
+
+// The kernel reads ioctl's request as an unsigned int: only the low 32 bits are compared, so
+// no value above them makes a refused request look like another one.
+scmp_arg_cmp low_word_is(unsigned arg, std::uint32_t value) { return {arg, SCMP_CMP_MASKED_EQ, 0xffffffffULL, value}; }
+// 64-bit comparisons, for refusing everything but an exact value: a value with high bits set
+// that the kernel would truncate to the allowed one is refused, never allowed.
+scmp_arg_cmp is_not(unsigned arg, std::uint64_t value) { return {arg, SCMP_CMP_NE, value, 0}; }
+scmp_arg_cmp masked_is(unsigned arg, std::uint64_t mask, std::uint64_t value) { return {arg, SCMP_CMP_MASKED_EQ, mask, value}; }
+
+// Request numbers from <linux/fs.h>, <linux/btrfs.h> and <linux/fscrypt.h>, written out: they are
+// part of the kernel's ABI and never change, and older headers lack some.
+constexpr std::uint32_t kMetadataIoctls[] = {
+    0x40086602,  // FS_IOC_SETFLAGS
+    0x40046602,  // FS_IOC32_SETFLAGS
+    0x401c5820,  // FS_IOC_FSSETXATTR
+    0x40087602,  // FS_IOC_SETVERSION
+    0x40047602,  // FS_IOC32_SETVERSION
+    0x800c6613,  // FS_IOC_SET_ENCRYPTION_POLICY
+    0x50009401,  // BTRFS_IOC_SNAP_CREATE
+    0x5000940e,  // BTRFS_IOC_SUBVOL_CREATE
+    0x5000940f,  // BTRFS_IOC_SNAP_DESTROY
+    0x50009417,  // BTRFS_IOC_SNAP_CREATE_V2
+    0x50009418,  // BTRFS_IOC_SUBVOL_CREATE_V2
+    0x5000943f,  // BTRFS_IOC_SNAP_DESTROY_V2
+    0x4008941a,  // BTRFS_IOC_SUBVOL_SETFLAGS
+    0xc0c89425,  // BTRFS_IOC_SET_RECEIVED_SUBVOL
+    0x40089413,  // BTRFS_IOC_DEFAULT_SUBVOL
+};
+
+// socketpair()'s type as the kernel takes it: the low four bits (SOCK_TYPE_MASK); the bits above
+// may only be SOCK_NONBLOCK and SOCK_CLOEXEC (EINVAL otherwise).
+constexpr std::uint64_t kSocketTypeMask = 0xf;
+
+// The socket rules of each state (tty_guard.hpp's SocketRules).
+void add_socket_rules(SocketRules rules, std::vector<Refusal>& out) {
+    switch (rules) {
+    case SocketRules::Any:
+        return;
+    case SocketRules::Local:
+        // socket(): AF_NETLINK with NETLINK_ROUTE, and nothing else.
+        out.push_back({"socket", EPERM, {is_not(0, AF_NETLINK)}});
+        out.push_back({"socket", EPERM, {is_not(2, NETLINK_ROUTE)}});
+        // socketpair(): AF_UNIX stream and seqpacket pairs. A rule cannot compare one argument
+        // twice (libseccomp), so every other type the four bits can name is refused by name.
+        out.push_back({"socketpair", EPERM, {is_not(0, AF_UNIX)}});
+        for (std::uint64_t type = 0; type <= kSocketTypeMask; ++type)
+            if (type != SOCK_STREAM && type != SOCK_SEQPACKET)
+                out.push_back({"socketpair", EPERM, {masked_is(1, kSocketTypeMask, type)}});
+        // io_uring makes and connects sockets without socket(2): ENOSYS, on which its users
+        // fall back to ordinary syscalls.
+        out.push_back({"io_uring_setup", ENOSYS, {}});
+        return;
+    }
+}
+
+std::vector<Refusal> refusals(const GuardOptions& options) {
+    std::vector<Refusal> out = {
+        {"ioctl", EPERM, {low_word_is(1, static_cast<std::uint32_t>(TIOCSTI))}},
+        {"ioctl", EPERM, {low_word_is(1, static_cast<std::uint32_t>(TIOCLINUX))}},
+    };
+    if (options.metadataIoctls)
+        for (std::uint32_t request : kMetadataIoctls) out.push_back({"ioctl", EPERM, {low_word_is(1, request)}});
+    add_socket_rules(options.sockets, out);
+    return out;
+}
+
+struct ContextRelease {
+    void operator()(void* context) const { seccomp_release(context); }
+};
+
+}  // namespace
+
+unsigned audit_arch(const std::string& arch) { return seccomp_arch_resolve_name(arch.c_str()); }
+
+std::vector<sock_filter> build_guard_program(const GuardOptions& options, const std::string& arch, std::string& why) {
+    const auto failed = [&why](const std::string& what, int rc) {
+        why = what + ": " + std::strerror(-rc);
+        return std::vector<sock_filter>{};
+    };
+    const std::uint32_t token = seccomp_arch_resolve_name(arch.c_str());
+    if (token == 0) {
+        why = "libseccomp knows no architecture '" + arch + "'";
+        return {};
+    }
+    // Everything not refused is allowed; a syscall of any architecture but `arch` (and, on
+    // x86-64, of the x32 ABI, which libseccomp refuses with the rest) fails with ENOSYS.
+    std::unique_ptr<void, ContextRelease> context(seccomp_init(SCMP_ACT_ALLOW));
+    if (!context) return failed("seccomp_init", -ENOMEM);
+    if (const int rc = seccomp_attr_set(context.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_ERRNO(ENOSYS)); rc != 0)
+        return failed("seccomp_attr_set", rc);
+    if (token != seccomp_arch_native()) {
+        if (const int rc = seccomp_arch_add(context.get(), token); rc != 0) return failed("seccomp_arch_add " + arch, rc);
+        if (const int rc = seccomp_arch_remove(context.get(), SCMP_ARCH_NATIVE); rc != 0) return failed("seccomp_arch_remove", rc);
+    }
+    for (const Refusal& refusal : refusals(options)) {
+        const int number = seccomp_syscall_resolve_name(refusal.syscall);
+        if (number == __NR_SCMP_ERROR) {
+            why = std::string("libseccomp knows no syscall ") + refusal.syscall;
+            return {};
+        }
+        const int rc = seccomp_rule_add_array(context.get(), SCMP_ACT_ERRNO(static_cast<std::uint16_t>(refusal.error)),
+                                              number, static_cast<unsigned>(refusal.when.size()), refusal.when.data());
+        if (rc != 0) return failed(std::string("seccomp_rule_add ") + refusal.syscall, rc);
+    }
+    // libseccomp 2.5 exports to a descriptor only: an anonymous file, read back.
+    const int fd = memfd_create("dsh-guard", MFD_CLOEXEC);
+    if (fd < 0) return failed("memfd_create", -errno);
+    std::vector<sock_filter> program;
+    int rc = seccomp_export_bpf(context.get(), fd);
+    const off_t size = rc == 0 ? lseek(fd, 0, SEEK_END) : -1;
+    if (rc == 0 && (size <= 0 || size % static_cast<off_t>(sizeof(sock_filter)) != 0)) rc = -EIO;
+    if (rc == 0) {
+        program.resize(static_cast<std::size_t>(size) / sizeof(sock_filter));
+        if (pread(fd, program.data(), static_cast<std::size_t>(size), 0) != size) rc = -EIO;
+    }
+    close(fd);
+    if (rc != 0) return failed("seccomp_export_bpf", rc);
+    return program;
+}
+
+}  // namespace dsh::linux_guard
