@@ -1,5 +1,6 @@
 #include "bwrap_stage.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -426,8 +427,19 @@ int run_stage(const StageRequest& request, const std::vector<std::string>& argv)
                 if (!keep_in_place(path, true, roots, bound, why)) return fail(why);
         std::vector<Target> writable = roots;
         if (!temp_text.empty()) writable.push_back(temp);
-        for (const auto& path : request.hide)
+        // Outermost first: a path inside a hidden directory is hidden with it (and could not be
+        // reached through the mode-000 cover to be hidden again).
+        std::vector<std::string> hidden = request.hide;
+        std::sort(hidden.begin(), hidden.end(), [](const std::string& a, const std::string& b) { return a.size() < b.size(); });
+        std::vector<std::string> covered;
+        for (const auto& path : hidden) {
+            const bool inside = std::any_of(covered.begin(), covered.end(), [&](const std::string& outer) {
+                return path.size() > outer.size() && path.compare(0, outer.size(), outer) == 0 && path[outer.size()] == '/';
+            });
+            if (inside) continue;
             if (!hide(path, writable, bound, why)) return fail(why);
+            covered.push_back(path);
+        }
     }
     // Recorded before the command starts (lib/git_protection.hpp, git_check.hpp).
     std::vector<git_check::Recorded> checks;

@@ -604,6 +604,16 @@ TEST_P(UnreadableInsideARoot, BwrapKeepsThemAndTheirWayInPlaceForTheNextCall) {
     EXPECT_TRUE(contains(second.err, "Permission denied")) << second.err;
 }
 
+// A path inside another unreadable directory is hidden with it: the call runs, and neither is read.
+TEST_P(UnreadableInsideARoot, BwrapHidesNestedPathsTogether) {
+    const e2e::Result r = confined("workspace-write", {"--deny-read", ws + "/vault/keys/inner.txt", "--deny-read", ws + "/vault"},
+                                   "cat vault/keys/inner.txt; ls vault; echo ran");
+    EXPECT_NE(r.status, 125) << r.err;
+    EXPECT_TRUE(contains(r.out, "ran")) << r.err;
+    EXPECT_FALSE(contains(r.out, dirToken)) << r.out;
+    EXPECT_TRUE(contains(r.err, "Permission denied")) << r.err;
+}
+
 INSTANTIATE_TEST_SUITE_P(Linux, UnreadablePaths, ::testing::ValuesIn(combos({"bwrap"})), combo_name);
 INSTANTIATE_TEST_SUITE_P(Linux, UnreadableInsideARoot, ::testing::ValuesIn(combos({"bwrap"})), combo_name);
 
