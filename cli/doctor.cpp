@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include "../lib/error.hpp"
+#include "../lib/git_protection.hpp"
+#include "../platform/posix/process.hpp"
 #include "../platform/platform.hpp"
 #include "../platform/posix/state_store.hpp"
 #include "common.hpp"
@@ -63,6 +65,21 @@ int run_doctor(const DoctorOptions& options) {
     out["backends"] = list;
     out["selected"] = selected ? nlohmann::ordered_json(*selected) : nlohmann::ordered_json(nullptr);
     out["probeCache"] = {{"enabled", config.probeCache}, {"dir", cache_path ? nlohmann::ordered_json(*cache_path) : nlohmann::ordered_json(nullptr)}};
+    // Whether the host's git takes a bare repository a command plants below a root, which no
+    // backend can keep from being made (docs/security.md).
+    nlohmann::ordered_json git = nullptr;
+    if (const posix::ProgramLookup found = posix::resolve_program("git"); found.status == posix::Lookup::Found) {
+        const posix::SpawnOutcome version = posix::spawn_with_timeout({found.path, "--version"}, 5000);
+        const posix::SpawnOutcome setting = posix::spawn_with_timeout({found.path, "config", "--get", "safe.bareRepository"}, 5000);
+        const HostGitBareRepositories host_git =
+            assess_host_git(version.output, setting.exitCode == 0 ? std::string_view(setting.output) : std::string_view());
+        git = {{"path", found.path},
+               {"version", host_git.version},
+               {"safeBareRepository", host_git.setting.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(host_git.setting)},
+               {"takesImplicitBareRepositories", host_git.takesImplicitBareRepositories},
+               {"advice", host_git.advice}};
+    }
+    out["git"] = git;
 
     int status = 0;
     if (options.verify) {
@@ -91,6 +108,17 @@ int run_doctor(const DoctorOptions& options) {
         for (const auto& [key, value] : item["facts"].items()) text += "  " + key + ": " + value.get<std::string>() + "\n";
     }
     text += "\nprobe cache: " + (cache_path && config.probeCache ? *cache_path : std::string("disabled")) + "\n";
+    if (git.is_null()) {
+        text += "git: not found on PATH\n";
+    } else if (git["takesImplicitBareRepositories"].get<bool>()) {
+        text += "git: " + git["path"].get<std::string>() + " " + git["version"].get<std::string>() +
+                " takes a bare repository a command plants in a subdirectory of the workspace (safe.bareRepository is " +
+                (git["safeBareRepository"].is_null() ? std::string("unset") : git["safeBareRepository"].get<std::string>()) +
+                "); to refuse them: " + git["advice"].get<std::string>() + "\n";
+    } else {
+        text += "git: " + git["path"].get<std::string>() + " " + git["version"].get<std::string>() +
+                " refuses implicit bare repositories (safe.bareRepository = explicit)\n";
+    }
     if (options.verify) text += render_verify_text(out["verify"]);
     write_out(text);
     return status;

@@ -16,6 +16,7 @@
 #include <sys/un.h>
 #endif
 
+#include "../lib/git_protection.hpp"
 #include "../platform/posix/effects.hpp"
 #include "../platform/posix/process.hpp"
 #include "../platform/posix/state_store.hpp"
@@ -254,6 +255,31 @@ VerifyReport verify_backend(const Backend& backend) {
             const bool gap = !held && named_for(mode, "protected paths");
             report.effects.push_back({"write a protected path (.git/hooks)", mode_name, true, held, gap,
                                       held ? "" : gap ? "got through: a named gap (protected paths)" : "got through"});
+        }
+        // Git's protection, judged by the host's git: after the call, `git rev-parse` in the
+        // workspace must still find its .git, not the workspace taken for a bare repository
+        // (safe.bareRepository=all: the setting that takes one, whatever the caller's config).
+        const posix::ProgramLookup git = posix::resolve_program("git");
+        if (mode == ConfinedSandboxMode::WorkspaceWrite && git.status == posix::Lookup::Found) {
+            reset_scratch(s);
+            fs::create_directories(s.ws + "/.git/objects");
+            fs::create_directories(s.ws + "/.git/refs/heads");
+            fs::create_directories(s.ws + "/.git/hooks");
+            write_file(s.ws + "/.git/HEAD", "ref: refs/heads/main\n");
+            write_file(s.ws + "/.git/config", "[core]\n\trepositoryformatversion = 0\n\tbare = false\n");
+            const std::string ws = s.ws;
+            dimensions = [ws](SandboxPolicy& p) {
+                p.git = plan_git_protection({ws}, GitMode::Protect, {});
+                for (const auto* list : {&p.git.readOnly, &p.git.madeDirectories, &p.git.madeFiles})
+                    p.protectedPaths.insert(p.protectedPaths.end(), list->begin(), list->end());
+            };
+            run_confined_effect(mode, {"plant-bare", s.ws}, nullptr);
+            const posix::SpawnOutcome found =
+                posix::spawn_with_timeout({git.path, "-c", "safe.bareRepository=all", "-C", s.ws, "rev-parse", "--absolute-git-dir"}, 10000);
+            const bool held = found.exitCode == 0 && found.output.rfind(s.ws + "/.git\n", 0) == 0;
+            const bool gap = !held && named_for(mode, "git");
+            report.effects.push_back({"make git take the workspace for a planted bare repository", mode_name, true, held, gap,
+                                      held ? "" : gap ? "got through: a named gap (git)" : "got through: git found " + found.output});
         }
 #if defined(__linux__)
         {

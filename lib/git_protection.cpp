@@ -1,6 +1,7 @@
 #include "git_protection.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <cctype>
 #include <filesystem>
 #include <fstream>
@@ -306,6 +307,27 @@ std::vector<std::string> protected_patterns_for(GitMode mode, const std::vector<
     std::vector<std::string> out;
     for (const auto& pattern : patterns)
         if (pattern != ".git" && pattern.rfind(".git/", 0) != 0) out.push_back(pattern);
+    return out;
+}
+
+HostGitBareRepositories assess_host_git(std::string_view version_output, std::string_view setting) {
+    HostGitBareRepositories out;
+    const std::string_view prefix = "git version ";
+    const std::size_t at = version_output.find(prefix);
+    if (at != std::string_view::npos) {
+        std::size_t end = at + prefix.size();
+        while (end < version_output.size() && !std::isspace(static_cast<unsigned char>(version_output[end]))) ++end;
+        out.version = std::string(version_output.substr(at + prefix.size(), end - at - prefix.size()));
+    }
+    out.setting = lower(trim(setting));
+    int major = 0, minor = 0;
+    const bool parsed = std::sscanf(out.version.c_str(), "%d.%d", &major, &minor) == 2;
+    const bool knows_setting = parsed && (major > 2 || (major == 2 && minor >= 38));
+    out.takesImplicitBareRepositories = !(knows_setting && out.setting == "explicit");
+    if (out.takesImplicitBareRepositories)
+        out.advice = knows_setting ? "git config --global safe.bareRepository explicit"
+                                   : "git " + (out.version.empty() ? std::string("(version unknown)") : out.version) +
+                                         " cannot refuse implicit bare repositories: safe.bareRepository needs git 2.38 or later";
     return out;
 }
 

@@ -48,4 +48,16 @@ bool valid_git_head(std::string_view content, bool is_symlink);
 // (`.git` and below), which that mode gives up by explicit choice.
 std::vector<std::string> protected_patterns_for(GitMode mode, const std::vector<std::string>& patterns);
 
+// What the host's git does with a bare repository a command plants below a root (no mount can
+// stop one being found): from `git --version`'s output and `git config --get
+// safe.bareRepository`'s (empty when unset). Git 2.38 and later refuse implicit bare repositories
+// with safe.bareRepository=explicit; before 2.38, or with the default `all`, they take them.
+struct HostGitBareRepositories {
+    std::string version;              // "2.39.5", or "" when the output does not say
+    std::string setting;              // the safe.bareRepository value, "" when unset
+    bool takesImplicitBareRepositories = true;
+    std::string advice;               // what to do, or "" when nothing is needed
+};
+HostGitBareRepositories assess_host_git(std::string_view version_output, std::string_view setting);
+
 }  // namespace dsh

@@ -130,6 +130,17 @@ int perform_effect(const std::string& op, const std::vector<std::string>& a) {
     auto need = [&](std::size_t n) { return a.size() >= n; };
     if (op == "create" && need(1)) return write_to(a[0], O_WRONLY | O_CREAT | O_EXCL, "created\n");
     if (op == "write" && need(1)) return write_to(a[0], O_WRONLY, "overwritten\n");
+    // The outside review's git attack: the repository in WS made invalid (its HEAD removed) and WS
+    // itself made a bare repository, which git then takes for the one in WS.
+    if (op == "plant-bare" && need(1)) {
+        const std::string ws = a[0];
+        if (unlink((ws + "/.git/HEAD").c_str()) != 0) return refused("unlink " + ws + "/.git/HEAD");
+        mkdir((ws + "/objects").c_str(), 0755);
+        mkdir((ws + "/refs").c_str(), 0755);
+        const int head = write_to(ws + "/HEAD", O_WRONLY | O_CREAT | O_TRUNC, "ref: refs/heads/main\n");
+        const int config = write_to(ws + "/config", O_WRONLY | O_CREAT | O_TRUNC, "[core]\n\trepositoryformatversion = 0\n\tbare = true\n");
+        return head != 0 ? head : config;
+    }
     if (op == "rewrite" && need(1)) {  // the file's own content written back: no change even if allowed
         std::ifstream in(a[0], std::ios::binary);
         std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

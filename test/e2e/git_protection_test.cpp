@@ -324,6 +324,25 @@ TEST_P(GitPlan, ThePlanShowsTheModeAndLandlockNamesTheGap) {
     EXPECT_TRUE(IsError(dsh({"policy", "--git", "protected"}, ws), "USAGE"));
 }
 
+// doctor says whether the host's git takes a planted bare repository, and how to refuse them.
+TEST_P(GitPlan, DoctorSaysWhetherTheHostsGitTakesABareRepository) {
+    const auto git_of = [&] {
+        const e2e::Result doctor = e2e::run({"doctor", "--json"}, [&] {
+            e2e::RunOptions o = options(ws);
+            o.env.erase("GIT_CONFIG_NOSYSTEM");
+            return o;
+        }());
+        return json::parse(doctor.out, nullptr, false).value("git", json());
+    };
+    const json takes = git_of();
+    EXPECT_EQ(takes.value("takesImplicitBareRepositories", false), true) << takes.dump();
+    EXPECT_EQ(takes.value("advice", ""), "git config --global safe.bareRepository explicit") << takes.dump();
+    write(home / ".gitconfig", "[safe]\n\tbareRepository = explicit\n");
+    const json refuses = git_of();
+    EXPECT_EQ(refuses.value("takesImplicitBareRepositories", true), false) << refuses.dump();
+    EXPECT_EQ(refuses.value("safeBareRepository", ""), "explicit") << refuses.dump();
+}
+
 // A protected config refused with EBUSY is a denial naming the path, however classify is asked.
 TEST_P(GitPlan, ARefusedGitConfigIsADenialNamingThePath) {
     const e2e::Result call = confined("git config core.fsmonitor " + evil);

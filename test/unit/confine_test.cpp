@@ -558,6 +558,20 @@ TEST_F(ProtectedPathsFound, SubmodulesTheirGitFilesAndTheirGitDirectories) {
     EXPECT_EQ(plan.checkedAtEnd, (std::vector<std::string>{git, module}));
 }
 
+TEST(HostGit, TakesImplicitBareRepositoriesUnlessExplicitFrom238) {
+    const auto unset = assess_host_git("git version 2.39.5\n", "");
+    EXPECT_EQ(unset.version, "2.39.5");
+    EXPECT_TRUE(unset.takesImplicitBareRepositories);
+    EXPECT_EQ(unset.advice, "git config --global safe.bareRepository explicit");
+    EXPECT_FALSE(assess_host_git("git version 2.38.0", "explicit\n").takesImplicitBareRepositories);
+    EXPECT_FALSE(assess_host_git("git version 3.0.1", "Explicit").takesImplicitBareRepositories);
+    EXPECT_TRUE(assess_host_git("git version 2.39.5", "all\n").takesImplicitBareRepositories);
+    const auto old = assess_host_git("git version 2.30.2", "explicit");
+    EXPECT_TRUE(old.takesImplicitBareRepositories);
+    EXPECT_NE(old.advice.find("2.38"), std::string::npos) << old.advice;
+    EXPECT_TRUE(assess_host_git("", "explicit").takesImplicitBareRepositories);
+}
+
 TEST(GitHead, ValidAsGitTakesIt) {
     EXPECT_TRUE(valid_git_head("ref: refs/heads/main\n", false));
     EXPECT_TRUE(valid_git_head("ref:refs/heads/main", false));
