@@ -332,6 +332,38 @@ Expected<RequestedHost> canonical_host(std::string_view text) {
     return RequestedHost{host.kind, std::move(host.host)};
 }
 
+Expected<Authority> parse_authority(std::string_view text) {
+    std::string_view host = text;
+    std::optional<std::string_view> port;
+    if (text.starts_with('[')) {
+        const std::size_t close = text.find(']');
+        if (close == std::string_view::npos)
+            return Expected<Authority>::failure("authority \"" + shown(text) + "\": \"[\" without \"]\"");
+        host = text.substr(0, close + 1);
+        const std::string_view rest = text.substr(close + 1);
+        if (!rest.empty()) {
+            if (rest.front() != ':')
+                return Expected<Authority>::failure("authority \"" + shown(text) + "\": only \":PORT\" may follow \"]\"");
+            port = rest.substr(1);
+        }
+    } else if (const std::size_t colon = text.find(':'); colon != std::string_view::npos) {
+        if (text.find(':', colon + 1) != std::string_view::npos)
+            return Expected<Authority>::failure("authority \"" + shown(text) + "\": an IPv6 address is written in brackets");
+        host = text.substr(0, colon);
+        port = text.substr(colon + 1);
+    }
+    auto canonical = canonical_host(host);
+    if (!canonical) return Expected<Authority>::failure(canonical.reason());
+    Authority authority{std::move(canonical).value(), std::nullopt};
+    if (port) {
+        const auto number = parse_port(*port);
+        if (const auto* failure = std::get_if<Failure>(&number))
+            return Expected<Authority>::failure("authority \"" + shown(text) + "\": " + failure->rule);
+        authority.port = std::get<std::uint16_t>(number);
+    }
+    return authority;
+}
+
 std::string host_port_text(const RequestedHost& host, std::uint16_t port) {
     if (host.kind == HostKind::IPv6) return "[" + host.host + "]:" + std::to_string(port);
     return host.host + ":" + std::to_string(port);

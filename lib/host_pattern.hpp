@@ -65,6 +65,14 @@ struct RequestedHost {
 // same rules as for patterns; no port.
 Expected<RequestedHost> canonical_host(std::string_view text);
 
+// An authority as a URL, an HTTP CONNECT target or a Host field writes it: a host, then
+// optionally ":PORT" (1 to 65535); an IPv6 address in brackets. The reason says what is wrong.
+struct Authority {
+    RequestedHost host;
+    std::optional<std::uint16_t> port;
+};
+Expected<Authority> parse_authority(std::string_view text);
+
 // "example.org:443", "192.0.2.1:80", "[::1]:8080".
 std::string host_port_text(const RequestedHost& host, std::uint16_t port);
 
