@@ -13,11 +13,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -247,7 +249,7 @@ public:
         stopped_ = true;
         if (::write(stop_[1], "x", 1) != 1) std::abort();
         acceptor_.join();
-        for (auto& worker : workers_) worker.join();
+        for (auto& worker : workers_) worker.thread.join();
         ::close(listen_);
         ::close(stop_[0]);
         ::close(stop_[1]);
@@ -292,11 +294,25 @@ private:
             ++accepted_;
         }
         guard(fd);
-        workers_.emplace_back([this, fd] {
-            serve_(fd, *this);
-            ::close(fd);
+        // Finished workers are joined as new ones start: a benchmark makes thousands.
+        std::erase_if(workers_, [](Worker& worker) {
+            if (!worker.done->load()) return false;
+            worker.thread.join();
+            return true;
         });
+        auto done = std::make_shared<std::atomic<bool>>(false);
+        workers_.push_back({std::thread([this, fd, done] {
+                                serve_(fd, *this);
+                                ::close(fd);
+                                done->store(true);
+                            }),
+                            done});
     }
+
+    struct Worker {
+        std::thread thread;
+        std::shared_ptr<std::atomic<bool>> done;
+    };
 
     Serve serve_;
     int listen_ = -1;
@@ -304,7 +320,7 @@ private:
     int stop_[2] = {-1, -1};
     bool stopped_ = false;
     std::thread acceptor_;
-    std::vector<std::thread> workers_;
+    std::vector<Worker> workers_;
     std::mutex mutex_;
     int accepted_ = 0;
     std::vector<std::string> requests_;
