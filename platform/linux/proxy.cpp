@@ -47,7 +47,7 @@ using tcp = asio::ip::tcp;
 using error_code = boost::system::error_code;
 using Clock = std::chrono::steady_clock;
 
-constexpr std::size_t kReadChunk = 64 * 1024;
+constexpr std::size_t kReadChunk = std::size_t{64} * 1024;
 // A client that is being closed gets this long to read what it was sent (a refusal) before the
 // connection goes: closing with its unread request bytes pending would reset the connection
 // and could lose the answer.
@@ -131,7 +131,13 @@ public:
     }
 
 private:
-    void accept(tcp::acceptor& acceptor);
+    struct Listener {
+        explicit Listener(asio::io_context& io) : acceptor(io), pause(io) {}
+        tcp::acceptor acceptor;
+        asio::steady_timer pause;  // after a failed accept (no descriptor left), before the next
+    };
+
+    void accept(Listener& listener);
     void stop();
 
     const ProxyOptions& options_;
@@ -139,8 +145,7 @@ private:
     // io_context is destroyed.
     std::unordered_set<Connection*> live_;
     asio::io_context io_{1};
-    std::vector<std::unique_ptr<tcp::acceptor>> acceptors_;
-    std::unique_ptr<asio::steady_timer> acceptPause_;
+    std::vector<std::unique_ptr<Listener>> listeners_;
     std::unique_ptr<asio::posix::stream_descriptor> lifetime_;
     bool stopped_ = false;
 };
@@ -204,7 +209,7 @@ private:
     void read_socks_request();
     // Both
     void connect(const RequestedHost& host, std::uint16_t port, std::function<void(const UpstreamFailure*)> done);
-    void connect_to(std::vector<tcp::endpoint> endpoints, const std::string& what,
+    void connect_to(const std::vector<tcp::endpoint>& endpoints, const std::string& what,
                     std::function<void(const UpstreamFailure*)> done);
     UpstreamFailure failure(const error_code& ec, const std::string& what) const;
     bool upstream_reusable();
@@ -644,11 +649,11 @@ void Connection::connect(const RequestedHost& host, std::uint16_t port,
                                 }
                                 std::vector<tcp::endpoint> endpoints;
                                 for (const auto& entry : results) endpoints.push_back(entry.endpoint());
-                                connect_to(std::move(endpoints), what, std::move(done));
+                                connect_to(endpoints, what, std::move(done));
                             });
 }
 
-void Connection::connect_to(std::vector<tcp::endpoint> endpoints, const std::string& what,
+void Connection::connect_to(const std::vector<tcp::endpoint>& endpoints, const std::string& what,
                             std::function<void(const UpstreamFailure*)> done) {
     if (connectTimedOut_) {
         connecting_ = false;
@@ -866,15 +871,15 @@ bool Server::start(std::string& why) {
             why = "cannot duplicate descriptor " + std::to_string(fd);
             return false;
         }
-        auto acceptor = std::make_unique<tcp::acceptor>(io_);
+        auto listener = std::make_unique<Listener>(io_);
         error_code ec;
-        acceptor->assign(domain == AF_INET ? tcp::v4() : tcp::v6(), own, ec);
+        listener->acceptor.assign(domain == AF_INET ? tcp::v4() : tcp::v6(), own, ec);
         if (ec) {
             ::close(own);
             why = "descriptor " + std::to_string(fd) + ": " + ec.message();
             return false;
         }
-        acceptors_.push_back(std::move(acceptor));
+        listeners_.push_back(std::move(listener));
     }
     if (options_.lifetimeFd >= 0) {
         const int own = ::fcntl(options_.lifetimeFd, F_DUPFD_CLOEXEC, 3);
@@ -893,19 +898,18 @@ bool Server::start(std::string& why) {
         }
         lifetime_->async_wait(asio::posix::stream_descriptor::wait_read, [this](const error_code&) { stop(); });
     }
-    acceptPause_ = std::make_unique<asio::steady_timer>(io_);
-    for (auto& acceptor : acceptors_) accept(*acceptor);
+    for (auto& listener : listeners_) accept(*listener);
     return true;
 }
 
-void Server::accept(tcp::acceptor& acceptor) {
-    acceptor.async_accept([this, &acceptor](const error_code& ec, tcp::socket socket) {
+void Server::accept(Listener& listener) {
+    listener.acceptor.async_accept([this, &listener](const error_code& ec, tcp::socket socket) {
         if (stopped_ || ec == asio::error::operation_aborted) return;
         if (ec) {
             // Out of descriptors or memory: try again a little later rather than spin.
-            acceptPause_->expires_after(std::chrono::milliseconds(100));
-            acceptPause_->async_wait([this, &acceptor](const error_code& wait) {
-                if (!stopped_ && !wait) accept(acceptor);
+            listener.pause.expires_after(std::chrono::milliseconds(100));
+            listener.pause.async_wait([this, &listener](const error_code& wait) {
+                if (!stopped_ && !wait) accept(listener);
             });
             return;
         }
@@ -915,7 +919,7 @@ void Server::accept(tcp::acceptor& acceptor) {
         } else {
             std::make_shared<Connection>(*this, std::move(socket))->start();
         }
-        accept(acceptor);
+        accept(listener);
     });
 }
 
@@ -923,8 +927,10 @@ void Server::stop() {
     if (stopped_) return;
     stopped_ = true;
     error_code ignored;
-    for (auto& acceptor : acceptors_) acceptor->close(ignored);
-    acceptPause_->cancel();
+    for (auto& listener : listeners_) {
+        listener->acceptor.close(ignored);
+        listener->pause.cancel();
+    }
     const std::vector<Connection*> open(live_.begin(), live_.end());
     for (Connection* connection : open) connection->close();
     io_.stop();

@@ -50,14 +50,14 @@ struct ProxyOptions {
     std::map<std::string, std::vector<std::string>> fixedAddresses;
 
     // Bounds, so a client cannot make the proxy hold more than this.
-    std::size_t headerLimit = 64 * 1024;  // bytes in one request or response head (431 / 502 beyond)
+    std::size_t headerLimit = std::size_t{64} * 1024;  // bytes in one request or response head (431 / 502 beyond)
     std::size_t maxConnections = 256;     // concurrent client connections; more are closed at once
     std::chrono::milliseconds headTimeout{30'000};     // to send a complete request head or SOCKS request
     std::chrono::milliseconds idleTimeout{300'000};    // with no byte moving either way, once relaying
     std::chrono::milliseconds connectTimeout{30'000};  // to resolve a name and connect to it
     // Bytes held in flight per direction of a connection (a pipe of this capacity for splice(2),
     // or a buffer of this size): with the head buffers, what one connection can hold.
-    std::size_t relayBuffer = 256 * 1024;
+    std::size_t relayBuffer = std::size_t{256} * 1024;
 };
 
 // Serves until the lifetime descriptor fires. Returns 0 then, or nonzero at once when it cannot
