@@ -7,7 +7,9 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
+#include <chrono>
 #include <cstdlib>
+#include <utility>
 #include <map>
 #include <mutex>
 #include <string>
@@ -607,6 +609,50 @@ TEST(Proxy, ConnectionsBeyondTheBoundAreClosedAtOnce) {
     EXPECT_EQ(proxy.stop(), 0);
     origin.stop();
     EXPECT_EQ(origin.accepted(), 1);
+}
+
+TEST(Proxy, IdleAndSlowConnectionsAreClosed) {
+    Origin origin(AF_INET, serve_echo);
+    ProxyOptions options = allowing({"allowed.test"});
+    options.headTimeout = std::chrono::milliseconds(100);
+    options.idleTimeout = std::chrono::milliseconds(100);
+    RunningProxy proxy(std::move(options));
+    // A head that never completes.
+    const int slow = proxy.client();
+    ASSERT_TRUE(send_all(slow, "GET http://allowed.test/ HTTP/1.1\r\nX-Slow:"));
+    EXPECT_EQ(read_to_end(slow), "");
+    ::close(slow);
+    // A tunnel nothing moves through.
+    const int idle = proxy.client();
+    ASSERT_TRUE(send_all(idle, "CONNECT " + at("allowed.test", origin.port()) + " HTTP/1.1\r\n\r\n"));
+    std::string buffered;
+    ASSERT_EQ(read_through(idle, buffered, "\r\n\r\n"), "HTTP/1.1 200 Connection established\r\n\r\n");
+    EXPECT_EQ(read_to_end(idle), "");
+    ::close(idle);
+    EXPECT_EQ(proxy.stop(), 0);
+}
+
+TEST(Proxy, ServesEveryListeningSocket) {
+    PROXY_REQUIRE(ipv6_loopback_works(), "no IPv6 loopback (::1) on this host");
+    Origin origin(AF_INET, serve_http);
+    const int six = listen_on(AF_INET6);
+    ProxyOptions options = allowing({"allowed.test"});
+    int lifetime[2];
+    ASSERT_EQ(::pipe2(lifetime, O_CLOEXEC), 0);
+    const int four = listen_on(AF_INET);
+    options.listenFds = {four, six};
+    options.lifetimeFd = lifetime[0];
+    std::thread proxy([&] { EXPECT_EQ(run_proxy(options), 0); });
+    for (const auto& [family, fd] : {std::pair{AF_INET, four}, std::pair{AF_INET6, six}}) {
+        const int client = connect_to(family, port_of(fd));
+        std::string buffered;
+        ASSERT_TRUE(send_all(client, get("http://" + at("allowed.test", origin.port()) + "/")));
+        EXPECT_EQ(read_response(client, buffered).status, 200u) << family;
+        ::close(client);
+    }
+    ::close(lifetime[1]);
+    proxy.join();
+    for (const int fd : {lifetime[0], four, six}) ::close(fd);
 }
 
 TEST(Proxy, LifetimePipeEndsRunProxyAndItsConnections) {
