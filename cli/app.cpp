@@ -88,7 +88,9 @@ std::vector<CLI::Option*> add_policy_options(CLI::App& app, PolicyOptions& optio
     text("--config", options.config, "the config file (instead of the lookup order)");
     text("--writable-root", options.writableRoots, "DIR writable beside the workspace in workspace-write (absolute; repeatable)");
     text("--deny-read", options.denyRead, "PATH the command must not read (absolute; repeatable)");
-    text("--network", options.network, "allow (default) or deny: IP traffic and host daemons' sockets");
+    text("--network", options.network, "allow (default), deny, or hosts: IP traffic and host daemons' sockets");
+    text("--allow-host", options.allowHosts,
+         "PATTERN reachable through the proxy: the network's hosts state (host, *.domain, IP; :PORT; repeatable)");
     text("--git", options.git, "protect (default) | read-only | writable: what the command may do to git's repositories");
     flag("--allow-broad-root", options.allowBroadRoot,
          "let a writable root be /, the home directory or above it, or an operating-system directory "
@@ -250,6 +252,8 @@ struct Subcommands {
     CLI::App* landlock = nullptr;
     CLI::App* token = nullptr;
     CLI::App* effect = nullptr;
+    CLI::App* netProxy = nullptr;
+    std::vector<std::string> netProxyHosts;
 
     PolicyOptions runOptions;
     std::string reportFile;
@@ -320,7 +324,8 @@ void add_subcommands(CLI::App& app, Subcommands& c, const Named& wanted, const N
                           "with another cwd, or the cwd is not a directory.\n");
         c.network = c.session->add_subcommand("network", "log a sandbox/network event");
         c.network->add_option("ID", c.sessionId, "an existing session")->required();
-        c.network->add_option("NETWORK", c.sessionArg, "allow or deny")->required();
+        c.network->add_option("NETWORK", c.sessionArg, "allow, deny, or hosts followed by the host patterns")->required();
+        c.network->add_option("PATTERN", c.sessionRoots, "with hosts: a host pattern to allow (one or more)");
         c.network->footer("\nExamples:\n  dsh-confine session network s1 deny\n"
                             "The last event wins; --network on a call outranks it. Exit status: 0; 125 on a bad ID or value.\n");
         c.mode = c.session->add_subcommand("mode", "log a sandbox/mode event");
@@ -351,9 +356,12 @@ void add_subcommands(CLI::App& app, Subcommands& c, const Named& wanted, const N
         c.landlock->add_option("--writable-root", c.ll.writableRoots, "[DEV:INO@]PATH writable beside the workspace (repeatable)");
         c.landlock->add_option_function<std::string>(
             "--network", [&c](const std::string& value) {
-                if (value != "allow" && value != "deny") throw CLI::ValidationError("--network", "must be allow or deny");
+                if (value != "allow" && value != "deny" && value != "hosts")
+                    throw CLI::ValidationError("--network", "must be allow, deny or hosts");
                 c.ll.denyNetwork = value == "deny";
-            }, "allow or deny");
+                c.ll.hostsNetwork = value == "hosts";
+            }, "allow, deny or hosts");
+        c.landlock->add_option("--allow-host", c.ll.allowHosts, "with --network hosts: a host pattern the proxy allows (repeatable)");
         c.landlock->add_option("--private-temp-base", c.ll.privateTempBase,
                                  "create a per-call temp directory here, removed when the command ends");
         c.landlock->add_option("--status-fd", c.ll.statusFd, "write 'S' just before exec, 'F' on failure, to fd N");
@@ -384,9 +392,12 @@ void add_subcommands(CLI::App& app, Subcommands& c, const Named& wanted, const N
         c.stage->add_option("--hide", c.bs.hide, "PATH made unreadable (repeatable)");
         c.stage->add_option_function<std::string>(
             "--network", [&c](const std::string& value) {
-                if (value != "allow" && value != "deny") throw CLI::ValidationError("--network", "must be allow or deny");
+                if (value != "allow" && value != "deny" && value != "hosts")
+                    throw CLI::ValidationError("--network", "must be allow, deny or hosts");
                 c.bs.denyNetwork = value == "deny";
-            }, "allow or deny");
+                c.bs.hostsNetwork = value == "hosts";
+            }, "allow, deny or hosts");
+        c.stage->add_option("--proxy-fd", c.bs.proxyFd, "the socket to send the proxy its listeners over (hosts)");
         c.stage->add_flag("--landlock-scope", c.bs.landlockScope,
                           "apply Landlock's scopes: signals, and abstract Unix sockets with the network denied");
         c.stage->prefix_command();
@@ -404,6 +415,14 @@ void add_subcommands(CLI::App& app, Subcommands& c, const Named& wanted, const N
                           "Examples:\n  dsh-confine restricted-token-exec --mode workspace-write --workspace-root C:\\src\\app -- cmd /c build.bat\n"
                           "  dsh-confine --print --mode read-only -- cmd /c dir   # shows the exact call\n");
     }
+    if (wanted("net-proxy")) {
+        // The launcher a bubblewrap plan in the hosts network starts with: the proxy started
+        // outside the sandbox, then bubblewrap (platform/linux/proxy_companion.hpp). Not typed by hand.
+        c.netProxy = app.add_subcommand("net-proxy", "");
+        c.netProxy->group("");
+        c.netProxy->add_option("--allow-host", c.netProxyHosts, "a host pattern the proxy allows (repeatable)")->required();
+        c.netProxy->prefix_command();
+    }
     if (wanted("__effect")) {
         // The effect helper `doctor --verify` runs confined: not part of the interface.
         c.effect = app.add_subcommand("__effect", "");
@@ -417,7 +436,7 @@ void add_subcommands(CLI::App& app, Subcommands& c, const Named& wanted, const N
 // happened to name, say as an option's value (`--session doctor --help`), and adds them all.
 void add_subcommands_for_help(CLI::App& app, Subcommands& c) {
     if (!app.get_subcommands().empty()) return;
-    for (CLI::App* sub : {c.run, c.policy, c.classify, c.doctor, c.session, c.landlock, c.token, c.effect, c.stage})
+    for (CLI::App* sub : {c.run, c.policy, c.classify, c.doctor, c.session, c.landlock, c.token, c.effect, c.stage, c.netProxy})
         if (sub != nullptr) app.remove_subcommand(sub);
     add_subcommands(app, c, Named(nullptr), Named(nullptr));
 }
@@ -525,6 +544,7 @@ std::optional<int> run_line(const CommandLine& line, const Named& named) {
         const char* which = parsed(c.landlock) ? code::Landlock
                             : parsed(c.token)  ? "RESTRICTED_TOKEN"
                             : parsed(c.stage)  ? "BWRAP_STAGE"
+                            : parsed(c.netProxy) ? code::Proxy
                                                : code::Usage;
         std::fprintf(stderr, "dsh-confine: error: %s: %s\n", which, parse_error_message(app, c, line, e).c_str());
         return 125;
@@ -550,7 +570,8 @@ std::optional<int> run_line(const CommandLine& line, const Named& named) {
                                                  (after ? "" : " (a subcommand's options go after its name)"));
                 }
             const CLI::App* sub = parsed_subcommands.front();
-            const bool takes_program = sub == c.run || sub == c.landlock || sub == c.token || sub == c.effect || sub == c.stage;
+            const bool takes_program = sub == c.run || sub == c.landlock || sub == c.token || sub == c.effect || sub == c.stage ||
+                                       sub == c.netProxy;
             if (!takes_program && !app.remaining().empty()) {
                 // CLI11 leaves an unknown option among the remaining words when nothing else is
                 // wrong: it gets the same words as when something is (parse_error_message).
@@ -587,6 +608,14 @@ std::optional<int> run_line(const CommandLine& line, const Named& named) {
                 return 125;
             }
             return platform::bwrap_stage(c.bs, rest);
+        }
+        if (parsed(c.netProxy)) {
+            const std::vector<std::string> rest = program_words(app, c.netProxy, line);
+            if (rest.empty()) {
+                std::fprintf(stderr, "dsh-confine: error: PROXY: net-proxy: no bubblewrap plan given\n");
+                return 125;
+            }
+            return platform::net_proxy_exec(c.netProxyHosts, rest);
         }
         if (parsed(c.token)) {
             std::vector<std::string> rest;

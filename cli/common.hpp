@@ -39,6 +39,7 @@ struct PolicyOptions {
     std::vector<std::string> denyRead;       // --deny-read
     std::string network;                     // --network: allow, deny, or empty
     std::string git;                         // --git: protect, read-only, writable, or empty
+    std::vector<std::string> allowHosts;     // --allow-host: the hosts network's patterns
     bool allowBroadRoot = false;             // --allow-broad-root
 };
 

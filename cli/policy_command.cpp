@@ -37,10 +37,11 @@ Resolved resolve(const PolicyOptions& options) {
         request.network = parse_network_policy(options.network);
         if (!request.network) {
             std::string message = "unknown network '" + options.network + "'";
-            if (auto close = did_you_mean(options.network, {"allow", "deny"})) message += " (did you mean '" + *close + "'?)";
-            throw Error(code::Usage, message + "; networks: allow, deny");
+            if (auto close = did_you_mean(options.network, {"allow", "deny", "hosts"})) message += " (did you mean '" + *close + "'?)";
+            throw Error(code::Usage, message + "; networks: allow, deny, hosts");
         }
     }
+    request.allowHosts = options.allowHosts;
     if (!options.git.empty()) {
         request.git = parse_git_mode(options.git);
         if (!request.git) {

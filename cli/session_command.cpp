@@ -1,4 +1,5 @@
 // `dsh-confine session start|mode|show|end`: Sessions over the state directory.
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <filesystem>
@@ -9,6 +10,8 @@
 
 #include "../lib/config.hpp"
 #include "../lib/error.hpp"
+#include "../lib/host_pattern.hpp"
+#include "../lib/plan.hpp"
 #include "../lib/policy.hpp"
 #include "../lib/session.hpp"
 #include "../platform/posix/safe_path.hpp"
@@ -31,7 +34,9 @@ std::string now_utc() {
 }  // namespace
 
 int run_session(const std::string& action, const std::string& id, const std::string& argument,
-                const std::vector<std::string>& writable_roots) {
+                const std::vector<std::string>& more) {
+    // `more`: start's --writable-root values, or the host patterns after `network ID hosts`.
+    const std::vector<std::string>& writable_roots = more;
     posix::StateDirStorage storage(state_dir());
     const posix::NoSymlinkIdentity identity;  // the cwd's identity is recorded at start
     Sessions sessions(storage, &identity);
@@ -58,10 +63,23 @@ int run_session(const std::string& action, const std::string& id, const std::str
         auto network = parse_network_policy(argument);
         if (!network) {
             std::string message = "unknown network '" + argument + "'";
-            if (auto close = did_you_mean(argument, {"allow", "deny"})) message += " (did you mean '" + *close + "'?)";
-            throw Error(code::Usage, message + "; networks: allow, deny");
+            if (auto close = did_you_mean(argument, {"allow", "deny", "hosts"})) message += " (did you mean '" + *close + "'?)";
+            throw Error(code::Usage, message + "; networks: allow, deny, hosts PATTERN...");
         }
-        sessions.set_network(id, *network, now_utc());
+        // `hosts` takes the patterns that follow it (canonical in the log); the others take none.
+        std::vector<std::string> allow;
+        for (const auto& text : more) {
+            auto pattern = parse_host_pattern(text);
+            if (!pattern) throw Error(code::Usage, "session network: " + pattern.reason());
+            allow.push_back(to_string(*pattern));
+        }
+        if (*network == NetworkPolicy::Hosts && allow.empty())
+            throw Error(code::Usage, "session network " + id + " hosts needs at least one host pattern to allow");
+        if (*network != NetworkPolicy::Hosts && !allow.empty())
+            throw Error(code::Usage, "session network " + id + " " + argument + " takes no host patterns (hosts does)");
+        std::sort(allow.begin(), allow.end());
+        allow.erase(std::unique(allow.begin(), allow.end()), allow.end());
+        sessions.set_network(id, *network, now_utc(), allow);
         return 0;
     }
     if (action == "show") {
@@ -74,10 +92,16 @@ int run_session(const std::string& action, const std::string& id, const std::str
         out["mode"] = last ? nlohmann::ordered_json(std::string(to_string(*last))) : nlohmann::ordered_json(nullptr);
         out["writableRoots"] = state.writableRoots;
         const auto network = state.last_network();
-        out["network"] = network ? nlohmann::ordered_json(std::string(to_string(*network))) : nlohmann::ordered_json(nullptr);
+        out["network"] = network ? network_json(*network, state.last_allow_hosts()) : nlohmann::ordered_json(nullptr);
         nlohmann::ordered_json events = nlohmann::ordered_json::array();
-        for (const auto& event : state.timeline)
-            events.push_back({{"type", event.type}, {event.type == "sandbox/mode" ? "mode" : "network", event.value}, {"at", event.at}});
+        for (const auto& event : state.timeline) {
+            nlohmann::ordered_json item;
+            item["type"] = event.type;
+            item[event.type == "sandbox/mode" ? "mode" : "network"] = event.value;
+            if (event.value == "hosts") item["allow"] = event.allowHosts;
+            item["at"] = event.at;
+            events.push_back(item);
+        }
         out["events"] = events;
         write_out(out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
         return 0;

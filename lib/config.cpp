@@ -12,6 +12,7 @@
 #include <toml++/toml.h>
 
 #include "error.hpp"
+#include "host_pattern.hpp"
 #include "policy.hpp"
 
 namespace dsh {
@@ -340,7 +341,7 @@ Config parse_config(std::string_view text, const std::string& source) {
 
     Config config;
     config.source = source;
-    TableReader top(source, shielded, root, "the top level", {"sandbox", "provider", "backend"});
+    TableReader top(source, shielded, root, "the top level", {"sandbox", "network", "provider", "backend"});
 
     if (const toml::table* sandbox = top.table("sandbox")) {
         TableReader reader(source, shielded, *sandbox, "[sandbox]",
@@ -389,7 +390,7 @@ Config parse_config(std::string_view text, const std::string& source) {
         if (auto network = reader.string("network")) {
             config.network = parse_network_policy(*network);
             if (!config.network)
-                reader.bad_value(*reader.find("network"), "[sandbox] network '" + *network + "' must be allow or deny");
+                reader.bad_value(*reader.find("network"), "[sandbox] network '" + *network + "' must be allow, deny or hosts");
         }
         if (auto broad = reader.boolean("allow_broad_roots")) config.allowBroadRoots = *broad;
         if (auto git = reader.string("git")) {
@@ -398,6 +399,30 @@ Config parse_config(std::string_view text, const std::string& source) {
                 reader.bad_value(*reader.find("git"), "[sandbox] git '" + *git + "' must be protect, read-only or writable");
         }
     }
+
+    if (const toml::table* network = top.table("network")) {
+        TableReader reader(source, shielded, *network, "[network]", {"allow_hosts"});
+        if (auto hosts = reader.strings("allow_hosts")) {
+            std::vector<std::string> canonical;
+            for (const auto& host : *hosts) {
+                auto pattern = parse_host_pattern(host);
+                if (!pattern) reader.bad_value(*reader.find("allow_hosts"), "[network] allow_hosts: " + pattern.reason());
+                canonical.push_back(to_string(*pattern));
+            }
+            std::sort(canonical.begin(), canonical.end());
+            canonical.erase(std::unique(canonical.begin(), canonical.end()), canonical.end());
+            // Naming hosts puts the network in its hosts state; [sandbox] network may say so too,
+            // but not the opposite.
+            if (!canonical.empty() && config.network && *config.network != NetworkPolicy::Hosts)
+                reader.bad_value(*reader.find("allow_hosts"), "[network] allow_hosts names hosts to reach, and [sandbox] network = '" +
+                                                                  std::string(to_string(*config.network)) + "' says otherwise");
+            if (!canonical.empty()) config.network = NetworkPolicy::Hosts;
+            config.allowHosts = canonical;
+        }
+    }
+    if (config.network == NetworkPolicy::Hosts && (!config.allowHosts || config.allowHosts->empty()))
+        config_error(source, root["sandbox"]["network"].node()->source(),
+                     "[sandbox] network = 'hosts' needs [network] allow_hosts, the hosts to allow");
 
     if (const toml::table* provider = top.table("provider")) {
         TableReader reader(source, shielded, *provider, "[provider]", {"backends", "probe_timeout_ms", "probe_cache"});

@@ -28,6 +28,7 @@ struct Config {
     std::optional<std::vector<std::string>> denyRead;
     std::optional<NetworkPolicy> network;
     std::optional<GitMode> git;
+    std::optional<std::vector<std::string>> allowHosts;  // [network] allow_hosts, canonical
     bool allowBroadRoots = false;  // [sandbox] allow_broad_roots: `/`, $HOME or above as a writable root
     std::optional<std::vector<std::string>> backends;  // the provider chain, in order
     int probeTimeoutMs = 5000;

@@ -157,6 +157,7 @@ ConfineOutcome confine_call(const ConfineRequest& request, const Config& config,
         if (std::filesystem::exists(std::filesystem::symlink_status(path, ec))) policy.unreadablePaths.push_back(path);
     }
     policy.network = request.policy.network;
+    policy.allowHosts = request.policy.allowHosts;
     if (request.policy.sessionId && *mode == ConfinedSandboxMode::WorkspaceWrite) {
         // The session's temp area is made on its first confined use (not by `policy`).
         if (host.sessions == nullptr)

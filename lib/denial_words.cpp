@@ -28,6 +28,8 @@ const std::vector<std::string>& denial_words(DeniedErrno error) {
     static const std::vector<std::string> ebusy = {"device or resource busy", "EBUSY"};
     static const std::vector<std::string> eperm = {"operation not permitted", "EPERM"};
     static const std::vector<std::string> enetunreach = {"network is unreachable", "ENETUNREACH"};
+    // The proxy's own line on the call's stderr, and its refusal page (which a client may print).
+    static const std::vector<std::string> proxy_refused = {"dsh-confine: network: refused ", "not in allow_hosts"};
     switch (error) {
         case DeniedErrno::Eacces: return eacces;
         case DeniedErrno::Erofs: return erofs;
@@ -35,6 +37,7 @@ const std::vector<std::string>& denial_words(DeniedErrno error) {
         case DeniedErrno::Ebusy: return ebusy;
         case DeniedErrno::Eperm: return eperm;
         case DeniedErrno::Enetunreach: return enetunreach;
+        case DeniedErrno::ProxyRefused: return proxy_refused;
     }
     return eacces;
 }

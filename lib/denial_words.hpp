@@ -17,6 +17,7 @@ enum class DeniedErrno {
     Ebusy,        // a rename or removal of a mount point (bwrap's protected paths)
     Eperm,        // a socket a seccomp filter refuses
     Enetunreach,  // no route out of an empty network namespace
+    ProxyRefused,  // a host the allow-list proxy refused (the `hosts` network): its words, not an errno's
 };
 
 // The list for one errno, most specific text first. Signatures are data: see denial_words.cpp

@@ -28,6 +28,7 @@ inline constexpr const char* Report = "REPORT";
 inline constexpr const char* RunnerExec = "RUNNER_EXEC";
 inline constexpr const char* Landlock = "LANDLOCK";
 inline constexpr const char* BwrapStage = "BWRAP_STAGE";
+inline constexpr const char* Proxy = "PROXY";
 inline constexpr const char* Internal = "INTERNAL";
 // Exit 127 / 126, not 125: PROGRAM is not on PATH / is not executable (as env(1)).
 inline constexpr const char* CommandNotFound = "COMMAND_NOT_FOUND";

@@ -19,6 +19,15 @@ Plan confined_plan(const SandboxExecutionPolicy& policy, ConfinedArgv confined) 
     return Plan{policy, std::move(confined), std::move(argv)};
 }
 
+// `allow` and `deny` as their word; `hosts` as an object with its patterns.
+ojson network_json(NetworkPolicy network, const std::vector<std::string>& allow_hosts) {
+    if (network != NetworkPolicy::Hosts) return std::string(to_string(network));
+    ojson out;
+    out["mode"] = "hosts";
+    out["allow"] = allow_hosts;
+    return out;
+}
+
 ojson policy_json(const SandboxExecutionPolicy& policy) {
     ojson out;
     out["mode"] = std::string(to_string(policy.mode));
@@ -27,7 +36,7 @@ ojson policy_json(const SandboxExecutionPolicy& policy) {
     out["writableRoots"] = policy.writableRoots;
     out["protectedPaths"] = policy.protectedPaths;
     out["unreadablePaths"] = policy.unreadablePaths;
-    out["network"] = std::string(to_string(policy.network));
+    out["network"] = network_json(policy.network, policy.allowHosts);
     out["git"] = std::string(to_string(policy.git));
     return out;
 }
@@ -71,7 +80,7 @@ ojson plan_json(const Plan& plan) {
         out["passedFds"] = c.passedFds;
         out["protectedPaths"] = c.protectedPaths;
         out["unreadablePaths"] = c.unreadablePaths;
-        out["network"] = std::string(to_string(c.network));
+        out["network"] = network_json(c.network, c.allowHosts);
         out["git"] = git_json(c.git);
     } else {
         out["backend"] = nullptr;

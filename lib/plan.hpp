@@ -25,6 +25,9 @@ Plan unconfined_plan(const SandboxExecutionPolicy& policy, const std::vector<std
 Plan confined_plan(const SandboxExecutionPolicy& policy, ConfinedArgv confined);
 
 nlohmann::ordered_json policy_json(const SandboxExecutionPolicy& policy);
+// The network as plans, policies and sessions show it: `allow` or `deny`, or for `hosts`
+// {"mode": "hosts", "allow": [...]}.
+nlohmann::ordered_json network_json(NetworkPolicy network, const std::vector<std::string>& allow_hosts);
 nlohmann::ordered_json rule_json(const RunnerFailureRule& rule);
 nlohmann::ordered_json plan_json(const Plan& plan);
 std::string render_plan_json(const Plan& plan);

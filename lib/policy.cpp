@@ -8,6 +8,7 @@
 #include <system_error>
 
 #include "error.hpp"
+#include "host_pattern.hpp"
 
 namespace dsh {
 
@@ -168,9 +169,42 @@ SandboxExecutionPolicy resolve_policy(const SandboxPolicyRequest& request,
     policy.unreadablePaths.erase(std::unique(policy.unreadablePaths.begin(), policy.unreadablePaths.end()),
                                  policy.unreadablePaths.end());
 
-    if (request.network) policy.network = *request.network;
-    else if (session && session->lastNetwork) policy.network = *session->lastNetwork;
-    else if (config.network) policy.network = *config.network;
+    // The network and, with `hosts`, its patterns: both from the first source that sets them.
+    const auto canonical_hosts = [](const std::vector<std::string>& patterns, const std::string& what) {
+        std::vector<std::string> out;
+        for (const auto& text : patterns) {
+            auto pattern = parse_host_pattern(text);
+            if (!pattern) throw Error(code::Usage, what + ": " + pattern.reason());
+            out.push_back(to_string(*pattern));
+        }
+        std::sort(out.begin(), out.end());
+        out.erase(std::unique(out.begin(), out.end()), out.end());
+        return out;
+    };
+    if (!request.allowHosts.empty()) {
+        if (request.network && *request.network != NetworkPolicy::Hosts)
+            throw Error(code::Usage, "--allow-host names hosts to reach, and --network " +
+                                         std::string(to_string(*request.network)) +
+                                         " says otherwise: give one or the other (--allow-host alone puts the network in "
+                                         "its hosts state)");
+        policy.network = NetworkPolicy::Hosts;
+        policy.allowHosts = canonical_hosts(request.allowHosts, "--allow-host");
+    } else if (request.network) {
+        policy.network = *request.network;
+        if (policy.network == NetworkPolicy::Hosts) {
+            if (session && session->lastNetwork == NetworkPolicy::Hosts) policy.allowHosts = session->lastAllowHosts;
+            else if (config.allowHosts) policy.allowHosts = *config.allowHosts;
+            if (policy.allowHosts.empty())
+                throw Error(code::Usage, "--network hosts needs hosts to allow: give --allow-host PATTERN (or [network] "
+                                         "allow_hosts in the config, or a session's hosts event)");
+        }
+    } else if (session && session->lastNetwork) {
+        policy.network = *session->lastNetwork;
+        if (policy.network == NetworkPolicy::Hosts) policy.allowHosts = session->lastAllowHosts;
+    } else if (config.network) {
+        policy.network = *config.network;
+        if (policy.network == NetworkPolicy::Hosts && config.allowHosts) policy.allowHosts = *config.allowHosts;
+    }
     if (request.git) policy.git = *request.git;
     else if (config.git) policy.git = *config.git;
     return policy;

@@ -20,6 +20,7 @@ struct SandboxPolicyRequest {
     std::optional<std::vector<std::string>> unreadablePaths = std::nullopt;  // --deny-read (absolute)
     std::optional<NetworkPolicy> network = std::nullopt;                    // --network
     std::optional<GitMode> git = std::nullopt;                              // --git
+    std::vector<std::string> allowHosts = {};                               // --allow-host (as given)
     // $HOME, for `~/` in the config's paths; absent: such a path is an error.
     std::optional<std::string> home = std::nullopt;
 };
@@ -32,6 +33,7 @@ struct SessionPolicyView {
     std::optional<std::string> cwdId = std::nullopt;  // as recorded and checked
     std::vector<std::string> writableRoots = {};      // recorded at `session start`
     std::optional<NetworkPolicy> lastNetwork = std::nullopt;
+    std::vector<std::string> lastAllowHosts = {};  // with `hosts`
 };
 
 // mode: request > session's last event > config default > read-only.
@@ -40,7 +42,10 @@ struct SessionPolicyView {
 // writable roots: request > the session's > config > none; each canonical, existing, a directory.
 // unreadable paths: request > config > none; canonical where they exist.
 // protected paths: config > [".git/hooks", ".git/config"]. network: request > the session's last
-// network event > config > allow. git: request > config > protect.
+// network event > config > allow; `hosts` comes with its patterns from the same source
+// (--allow-host is the request's; --network hosts takes the session's or the config's list),
+// and --allow-host with --network allow or deny is a conflict (USAGE). git: request > config >
+// protect.
 SandboxExecutionPolicy resolve_policy(const SandboxPolicyRequest& request,
                                       const std::optional<SessionPolicyView>& session,
                                       const Config& config, const std::string& process_cwd);

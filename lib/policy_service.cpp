@@ -32,7 +32,8 @@ SessionPolicyView SandboxPolicyService::session_view(const std::string& session_
     // Immutable means the same directory, not the same string: a command in another session may
     // have renamed a component or planted a symlink on the way since.
     if (identity_) require_same_cwd(state, *identity_);
-    return SessionPolicyView{state.cwd, state.last_mode(), state.cwdId, state.writableRoots, state.last_network()};
+    return SessionPolicyView{state.cwd, state.last_mode(), state.cwdId, state.writableRoots, state.last_network(),
+                             state.last_allow_hosts()};
 }
 
 SandboxExecutionPolicy SandboxPolicyService::resolve(const SandboxPolicyRequest& request) const {

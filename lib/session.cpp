@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "error.hpp"
+#include "host_pattern.hpp"
 #include "policy.hpp"
 
 namespace dsh {
@@ -34,10 +35,11 @@ std::string encode_mode_event(SandboxMode mode, const std::string& at) {
     return event.dump() + "\n";
 }
 
-std::string encode_network_event(NetworkPolicy network, const std::string& at) {
+std::string encode_network_event(NetworkPolicy network, const std::string& at, const std::vector<std::string>& allow_hosts) {
     nlohmann::ordered_json event;
     event["type"] = "sandbox/network";
     event["network"] = std::string(to_string(network));
+    if (network == NetworkPolicy::Hosts) event["allow"] = allow_hosts;
     event["at"] = at;
     return event.dump() + "\n";
 }
@@ -68,10 +70,22 @@ ParsedLog parse_session_log(std::string_view content, const std::string& id) {
             std::optional<NetworkPolicy> parsed;
             if (network != event.end() && network->is_string()) parsed = parse_network_policy(network->get<std::string>());
             if (!parsed) throw damaged("has no valid network");
+            std::vector<std::string> allow;
+            if (*parsed == NetworkPolicy::Hosts) {
+                // Written by `session network ID hosts`, which canonicalized them: each checked again.
+                auto hosts = event.find("allow");
+                if (hosts == event.end() || !hosts->is_array() || hosts->empty()) throw damaged("has no allowed hosts");
+                for (const auto& host : *hosts) {
+                    if (!host.is_string()) throw damaged("has an allowed host that is not a string");
+                    auto pattern = parse_host_pattern(host.get<std::string>());
+                    if (!pattern) throw damaged("has a bad allowed host: " + pattern.reason());
+                    allow.push_back(to_string(*pattern));
+                }
+            }
             std::string at;
             if (auto when = event.find("at"); when != event.end() && when->is_string()) at = when->get<std::string>();
-            log.networkEvents.push_back({*parsed, at});
-            log.timeline.push_back({"sandbox/network", std::string(to_string(*parsed)), at});
+            log.networkEvents.push_back({*parsed, at, allow});
+            log.timeline.push_back({"sandbox/network", std::string(to_string(*parsed)), at, allow});
             continue;
         }
         if (*type != "sandbox/mode") continue;  // other event types are not ours to judge
@@ -148,10 +162,16 @@ std::optional<NetworkPolicy> SessionState::last_network() const {
     return networkEvents.back().network;
 }
 
-void Sessions::set_network(const std::string& id, NetworkPolicy network, const std::string& at) {
+std::vector<std::string> SessionState::last_allow_hosts() const {
+    if (networkEvents.empty()) return {};
+    return networkEvents.back().allowHosts;
+}
+
+void Sessions::set_network(const std::string& id, NetworkPolicy network, const std::string& at,
+                           const std::vector<std::string>& allow_hosts) {
     require_valid_session_id(id);
     if (!storage_.read_record(id)) throw Error(code::Session, "no session '" + id + "' (start it first)");
-    storage_.append_log(id, encode_network_event(network, at));
+    storage_.append_log(id, encode_network_event(network, at, allow_hosts));
 }
 
 std::optional<SandboxMode> SessionState::last_mode() const {

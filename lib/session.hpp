@@ -25,17 +25,20 @@ struct SessionEvent {
 struct NetworkEvent {
     NetworkPolicy network;
     std::string at;
+    std::vector<std::string> allowHosts = {};  // with `hosts`: the patterns, canonical
 };
 
 // One complete log line, newline included.
 std::string encode_mode_event(SandboxMode mode, const std::string& at);
-std::string encode_network_event(NetworkPolicy network, const std::string& at);
+std::string encode_network_event(NetworkPolicy network, const std::string& at,
+                                 const std::vector<std::string>& allow_hosts = {});
 
 // One event of either kind, in log order: what `session show` lists.
 struct LoggedEvent {
     std::string type;   // "sandbox/mode" or "sandbox/network"
     std::string value;  // the mode or the network
     std::string at;
+    std::vector<std::string> allowHosts = {};  // a network event's, with `hosts`
 };
 
 struct ParsedLog {
@@ -98,6 +101,7 @@ struct SessionState {
 
     std::optional<SandboxMode> last_mode() const;
     std::optional<NetworkPolicy> last_network() const;
+    std::vector<std::string> last_allow_hosts() const;  // the last network event's, with `hosts`
 };
 
 class Sessions {
@@ -111,7 +115,8 @@ public:
     // `writable_roots` are recorded with the cwd (canonical) and are as immutable as it is.
     bool start(const std::string& id, const std::string& cwd, const std::vector<std::string>& writable_roots = {});
     void set_mode(const std::string& id, SandboxMode mode, const std::string& at);
-    void set_network(const std::string& id, NetworkPolicy network, const std::string& at);
+    void set_network(const std::string& id, NetworkPolicy network, const std::string& at,
+                     const std::vector<std::string>& allow_hosts = {});
     SessionState show(const std::string& id);
     void end(const std::string& id);
     std::string temp_dir(const std::string& id);

@@ -19,11 +19,19 @@ std::string_view to_string(SandboxEnforcement enforcement) {
     return enforcement == SandboxEnforcement::Full ? "full" : "partial";
 }
 
-std::string_view to_string(NetworkPolicy network) { return network == NetworkPolicy::Deny ? "deny" : "allow"; }
+std::string_view to_string(NetworkPolicy network) {
+    switch (network) {
+        case NetworkPolicy::Allow: return "allow";
+        case NetworkPolicy::Deny: return "deny";
+        case NetworkPolicy::Hosts: return "hosts";
+    }
+    return "allow";
+}
 
 std::optional<NetworkPolicy> parse_network_policy(std::string_view text) {
     if (text == "allow") return NetworkPolicy::Allow;
     if (text == "deny") return NetworkPolicy::Deny;
+    if (text == "hosts") return NetworkPolicy::Hosts;
     return std::nullopt;
 }
 

@@ -18,8 +18,10 @@ enum class ConfinedSandboxMode { ReadOnly, WorkspaceWrite };
 enum class SandboxEnforcement { Full, Partial };
 
 // The network, a dimension of the policy beside the mode (the seed keeps it out of SandboxMode):
-// `deny` keeps the command from IP traffic and from host daemons' sockets.
-enum class NetworkPolicy { Allow, Deny };
+// `deny` keeps the command from IP traffic and from host daemons' sockets; `hosts` lets it reach
+// the hosts an allow-list names (`allowHosts`), through a proxy outside the sandbox, and nothing
+// else.
+enum class NetworkPolicy { Allow, Deny, Hosts };
 
 std::string_view to_string(SandboxMode mode);
 std::string_view to_string(ConfinedSandboxMode mode);
@@ -64,6 +66,7 @@ struct SandboxExecutionPolicy {
     // Paths the command must not read (absolute, canonical where they exist).
     std::vector<std::string> unreadablePaths = {};
     NetworkPolicy network = NetworkPolicy::Allow;
+    std::vector<std::string> allowHosts = {};  // with `hosts`: the patterns, canonical (lib/host_pattern.hpp)
     GitMode git = GitMode::Protect;
 
     bool operator==(const SandboxExecutionPolicy&) const = default;
@@ -91,6 +94,7 @@ struct SandboxPolicy {
     // Absolute, canonical, existing paths the command must not read.
     std::vector<std::string> unreadablePaths = {};
     NetworkPolicy network = NetworkPolicy::Allow;
+    std::vector<std::string> allowHosts = {};  // with `hosts`: the patterns, canonical
     // Git's repositories inside the writable roots (workspace-write; its mode in read-only too).
     GitPlan git = {};
 
@@ -127,6 +131,7 @@ struct ConfinedArgv {
     std::vector<std::string> protectedPaths = {};   // kept read-only by this backend (or named in a gap)
     std::vector<std::string> unreadablePaths = {};  // hidden by this backend (or named in a gap)
     NetworkPolicy network = NetworkPolicy::Allow;
+    std::vector<std::string> allowHosts = {};  // with `hosts`: the patterns the proxy allows
     GitPlan git = {};  // as planned; a backend that cannot keep it names that in enforcementGaps
 
     bool operator==(const ConfinedArgv&) const = default;

@@ -86,6 +86,8 @@ struct LandlockExecRequest {
     std::vector<int> keepFds;     // descriptors above 2 passed on
     std::vector<std::string> writableRoots;  // [DEV:INO@]PATH
     bool denyNetwork = false;
+    bool hostsNetwork = false;
+    std::vector<std::string> allowHosts;  // with hostsNetwork: the proxy's patterns
 };
 int landlock_exec(const LandlockExecRequest& request, const std::vector<std::string>& argv);
 
@@ -93,6 +95,10 @@ int landlock_exec(const LandlockExecRequest& request, const std::vector<std::str
 // writable mounts and execs the command (platform/linux/bwrap_stage.hpp); 125 elsewhere.
 using BwrapStageRequest = bwrap::StageRequest;
 int bwrap_stage(const BwrapStageRequest& request, const std::vector<std::string>& argv);
+
+// `dsh-confine net-proxy --allow-host P... -- BWRAP_ARGV`: the proxy started outside the sandbox,
+// then bubblewrap executed (platform/linux/proxy_companion.hpp). Returns only on failure (125).
+int net_proxy_exec(const std::vector<std::string>& allow_hosts, const std::vector<std::string>& bwrap_argv);
 
 // `dsh-confine restricted-token-exec ...` where the system has the restricted-token backend
 // (Windows); 125 elsewhere.

@@ -168,6 +168,7 @@ Expected<ConfinedArgv> BwrapBackend::confine(const std::vector<std::string>& arg
     out.protectedPaths = policy.protectedPaths;
     out.unreadablePaths = policy.unreadablePaths;
     out.network = policy.network;
+    out.allowHosts = policy.allowHosts;
     out.git = policy.git;
     return out;
 }

@@ -18,6 +18,8 @@ std::vector<std::string> stage_arguments(const StageRequest& request) {
     for (const auto& path : request.gitCheck) out.insert(out.end(), {"--git-check", path});
     for (const auto& path : request.hide) out.insert(out.end(), {"--hide", path});
     if (request.denyNetwork) out.insert(out.end(), {"--network", "deny"});
+    if (request.hostsNetwork) out.insert(out.end(), {"--network", "hosts"});
+    if (request.proxyFd >= 0) out.insert(out.end(), {"--proxy-fd", std::to_string(request.proxyFd)});
     if (request.landlockScope) out.push_back("--landlock-scope");
     out.insert(out.end(), {"--chdir", request.chdir});
     if (request.statusFd >= 0) out.insert(out.end(), {"--status-fd", std::to_string(request.statusFd)});
@@ -68,6 +70,7 @@ std::vector<std::string> build_argv(const Layout& layout, const std::vector<std:
     }
     stage.hide = policy.unreadablePaths;
     stage.denyNetwork = policy.network == NetworkPolicy::Deny;
+    stage.hostsNetwork = policy.network == NetworkPolicy::Hosts;
     stage.landlockScope = layout.landlockScope;
     const bool mounts = !stage.roots.empty() || !stage.tempBind.empty() || !stage.tempTmpfs.empty() || !stage.hide.empty();
     out.insert(out.end(), {"--remount-ro", "/dev"});
@@ -77,7 +80,7 @@ std::vector<std::string> build_argv(const Layout& layout, const std::vector<std:
     out.insert(out.end(), {"--unshare-pid", "--unshare-ipc"});
     // A new network namespace holds only its own loopback: no route out, and the host's abstract
     // Unix sockets live in the host's namespace. Sockets by path are the stage's filter's job.
-    if (stage.denyNetwork) out.push_back("--unshare-net");
+    if (stage.denyNetwork || stage.hostsNetwork) out.push_back("--unshare-net");
     out.insert(out.end(), {"--die-with-parent", "--cap-drop", "ALL"});
     // A root caller's stage keeps CAP_SETPCAP (bubblewrap leaves the bounding set full; the stage
     // empties it and locks root's exec-time grant off) and, for the mounts, CAP_SYS_ADMIN; it
@@ -91,6 +94,13 @@ std::vector<std::string> build_argv(const Layout& layout, const std::vector<std:
     out.insert(out.end(), stage_args.begin(), stage_args.end());
     out.push_back("--");
     out.insert(out.end(), argv.begin(), argv.end());
+    if (stage.hostsNetwork) {
+        // The launcher starts the proxy outside, then execs bubblewrap (proxy_companion.hpp).
+        std::vector<std::string> launcher = {layout.stage, "net-proxy"};
+        for (const auto& host : policy.allowHosts) launcher.insert(launcher.end(), {"--allow-host", host});
+        launcher.push_back("--");
+        out.insert(out.begin(), launcher.begin(), launcher.end());
+    }
     return out;
 }
 
@@ -125,8 +135,10 @@ std::vector<std::string> denial_signatures(const SandboxPolicy& policy) {
         add_denial_words(out, DeniedErrno::Ebusy);
         add_denial_words(out, DeniedErrno::Exdev);
     }
+    // The proxy's refusal, on stderr and in the client's 403 (or SOCKS reply 2).
+    if (policy.network == NetworkPolicy::Hosts) add_denial_words(out, DeniedErrno::ProxyRefused);
     // The stage's filter refuses sockets with EPERM; the namespace has no route out.
-    if (policy.network == NetworkPolicy::Deny) {
+    if (policy.network == NetworkPolicy::Deny || policy.network == NetworkPolicy::Hosts) {
         add_denial_words(out, DeniedErrno::Eperm);
         add_denial_words(out, DeniedErrno::Enetunreach);
     }

@@ -44,6 +44,11 @@ struct StageRequest {
     std::vector<std::string> gitCheck;  // git directories whose validity the stage restores when the call ends
     std::vector<std::string> hide;     // made unreadable: an empty mode-000 directory or file over each
     bool denyNetwork = false;          // the guard's socket rules (tty_guard.hpp)
+    // The network through the allow-list proxy (proxy_companion.hpp): the stage listens on the
+    // namespace's loopback and sends the listeners over `proxyFd` (which the plan's launcher,
+    // `dsh-confine net-proxy`, inserts as `--proxy-fd N`: its number is known only then).
+    bool hostsNetwork = false;
+    int proxyFd = -1;
     // Apply Landlock's scopes (ABI 6) last: the command then signals only its own processes
     // (kill(0, ...) reaches the caller's process group across the PID namespace otherwise), and,
     // with the network denied, reaches no abstract Unix socket outside. The plan relies on it:

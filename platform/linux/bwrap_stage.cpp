@@ -11,6 +11,7 @@
 #include <sched.h>
 #include <csignal>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <sys/prctl.h>
@@ -21,6 +22,7 @@
 #include "../posix/safe_path.hpp"
 #include "git_check.hpp"
 #include "landlock.hpp"
+#include "proxy_companion.hpp"
 #include "runner.hpp"
 #include "tty_guard.hpp"
 
@@ -469,11 +471,26 @@ int run_stage(const StageRequest& request, const std::vector<std::string>& argv)
     // With the network denied, host daemons' sockets by path are still reachable from this
     // network namespace, and datagram sockets can address them: the guard's socket rules.
     if (request.denyNetwork) guard.sockets = linux_guard::SocketRules::Local;
+    // The allow-list: the proxy's listeners made here, in the sandbox's network namespace (only its
+    // loopback), and sent to the proxy outside; the command reaches them by TCP and nothing else.
+    if (request.hostsNetwork) {
+        if (request.proxyFd < 0) return fail("--network hosts without --proxy-fd: run the plan from its start (dsh-confine net-proxy)");
+        std::vector<int> listeners;
+        for (const int family : {AF_INET, AF_INET6}) {
+            const int fd = proxy::loopback_listener(family, proxy::kSandboxPort, why);
+            if (fd >= 0) listeners.push_back(fd);
+            else if (family == AF_INET) return fail(why + "; nothing ran");  // IPv6 may be off in the namespace
+        }
+        if (!proxy::send_listeners(request.proxyFd, listeners, why)) return fail(why + "; nothing ran");
+        for (int fd : listeners) close(fd);
+        proxy::set_proxy_environment(proxy::kSandboxPort);
+        guard.sockets = linux_guard::SocketRules::Proxied;
+    }
     // A process group spans PID namespaces: without Landlock's signal scope, kill(0, ...) reaches
     // the caller's group outside. The ruleset handles no access right (the mounts govern files).
     int ruleset = -1;
     if (request.landlockScope) {
-        ruleset = landlock::scope_ruleset(request.denyNetwork, why);
+        ruleset = landlock::scope_ruleset(request.denyNetwork || request.hostsNetwork, why);
         if (ruleset < 0) return fail("the plan relies on Landlock's scopes: " + why + "; nothing ran");
     }
     const linux_runner::Launch launch =

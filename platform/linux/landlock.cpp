@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -25,6 +26,7 @@
 #include "../../lib/policy.hpp"
 #include "host.hpp"
 #include "landlock_abi.hpp"
+#include "proxy_companion.hpp"
 #include "runner.hpp"
 #include "tty_guard.hpp"
 
@@ -183,9 +185,34 @@ linux_runner::Launch prepare_confined(const RunnerArgs& args, const std::vector<
         policy.writableRoots.push_back(path);
         root_ids[path] = at == std::string::npos ? std::nullopt : std::optional<std::string>(root.substr(0, at));
     }
+    // The allow-list: the proxy on a loopback port of the host's, started now (it lives as long as
+    // this process and the command it becomes), and reached at that port alone.
+    const bool hosts = !args.allowHosts.empty();
+    std::uint16_t proxy_port = 0;
+    if (hosts) {
+        if (abi < kTcpAbi)
+            return fail("the hosts network needs Landlock's TCP rules (ABI " + std::to_string(kTcpAbi) + "); this kernel has ABI " +
+                        std::to_string(abi));
+        const int listener = proxy::loopback_listener(AF_INET, 0, why);
+        if (listener < 0) return fail(why);
+        proxy_port = proxy::listening_port(listener);
+        const bool started = proxy::start_proxy(args.allowHosts, {listener}, -1, why);
+        close(listener);
+        if (!started) return fail(why);
+        proxy::set_proxy_environment(proxy_port);
+    }
+    const bool confined_network = args.denyNetwork || hosts;
     const int ruleset = create_ruleset(
-        {handled_access(abi), handled_net_access(abi, args.denyNetwork), scoped(abi, args.denyNetwork)}, abi, why);
+        {handled_access(abi), handled_net_access(abi, confined_network), scoped(abi, confined_network)}, abi, why);
     if (ruleset < 0) return fail(why);
+    if (hosts) {
+        landlock_uapi::NetPortAttr port{net_access::ConnectTcp, proxy_port};
+        if (syscall(SYS_landlock_add_rule, ruleset, landlock_uapi::kRuleNetPort, &port, 0) != 0) {
+            const std::string message = errno_text("landlock_add_rule (the proxy's port)");
+            close(ruleset);
+            return fail(message);
+        }
+    }
     const auto fail_closing = [&](const std::string& message) {
         close(ruleset);
         return fail(message);
@@ -229,6 +256,7 @@ linux_runner::Launch prepare_confined(const RunnerArgs& args, const std::vector<
     // netlink. The guard's socket rules refuse every socket that could reach them; TCP is also
     // refused by the ruleset where the ABI has it.
     if (args.denyNetwork) guard.sockets = linux_guard::SocketRules::Local;
+    if (hosts) guard.sockets = linux_guard::SocketRules::Proxied;
     return linux_runner::prepare_launch(argv, args.statusFd, args.keepFds, "LANDLOCK", guard, ruleset);
 }
 
@@ -281,6 +309,9 @@ std::string LandlockBackend::probe_identity() const {
 Expected<ConfinedArgv> LandlockBackend::confine(const std::vector<std::string>& argv, const SandboxPolicy& policy) const {
     const int abi = effective_abi(linux_host::landlock_abi(), config_.maxAbi);
     if (abi < 1) return Expected<ConfinedArgv>::failure("Landlock is unavailable");
+    if (policy.network == NetworkPolicy::Hosts && abi < kTcpAbi)
+        return Expected<ConfinedArgv>::failure("the hosts network needs Landlock's TCP rules (ABI " + std::to_string(kTcpAbi) +
+                                               "); this kernel has ABI " + std::to_string(abi));
     RunnerArgs args = runner_args(policy, static_cast<unsigned>(geteuid()), config_.maxAbi);
     std::string why;
     // A printed plan runs this binary by its path: it must be one no confined command can replace.
@@ -327,6 +358,7 @@ Expected<ConfinedArgv> LandlockBackend::confine(const std::vector<std::string>& 
     out.protectedPaths = policy.protectedPaths;
     out.unreadablePaths = policy.unreadablePaths;
     out.network = policy.network;
+    out.allowHosts = policy.allowHosts;
     out.git = policy.git;
     return out;
 }

@@ -49,5 +49,12 @@ struct PathBeneathAttr {
 } __attribute__((packed));
 
 inline constexpr int kRulePathBeneath = 1;  // LANDLOCK_RULE_PATH_BENEATH
+inline constexpr int kRuleNetPort = 2;      // LANDLOCK_RULE_NET_PORT (ABI 4)
+
+// struct landlock_net_port_attr (ABI 4): a TCP port, in host order, and what is allowed on it.
+struct NetPortAttr {
+    std::uint64_t allowed_access;
+    std::uint64_t port;
+};
 
 }  // namespace dsh::landlock_uapi

@@ -95,6 +95,12 @@ std::vector<std::string> enforcement_gaps(int abi, const SandboxPolicy& policy) 
         if (!movable.empty()) gap += ", and " + join(movable) + " (inside a writable root) can be renamed or removed";
         gaps.push_back(std::move(gap));
     }
+    if (policy.network == NetworkPolicy::Hosts) {
+        gaps.push_back("network: Landlock's TCP rules go by port alone: the command can connect to the proxy's port (a "
+                       "loopback port picked when the call starts) on any address it can route to, not only the proxy's");
+        gaps.push_back("network: the proxy listens on the host's loopback: any local process can use it, within the same "
+                       "allow-list, while the call runs");
+    }
     return gaps;
 }
 
@@ -120,6 +126,7 @@ RunnerArgs runner_args(const SandboxPolicy& policy, unsigned uid, const std::opt
     args.workspaceRoot = policy.workspaceRoot;
     args.keepFds = policy.keepFds;
     args.denyNetwork = policy.network == NetworkPolicy::Deny;
+    if (policy.network == NetworkPolicy::Hosts) args.allowHosts = policy.allowHosts;
     if (policy.mode == ConfinedSandboxMode::WorkspaceWrite) args.writableRoots = policy.writableRoots;
     if (policy.mode == ConfinedSandboxMode::WorkspaceWrite) args.workspaceRootId = policy.workspaceRootId;
     if (policy.mode == ConfinedSandboxMode::WorkspaceWrite) {
@@ -140,6 +147,10 @@ std::vector<std::string> build_argv(const std::string& runner, const RunnerArgs&
     if (args.maxAbi) out.insert(out.end(), {"--max-abi", std::to_string(*args.maxAbi)});
     for (const auto& root : args.writableRoots) out.insert(out.end(), {"--writable-root", root});
     if (args.denyNetwork) out.insert(out.end(), {"--network", "deny"});
+    if (!args.allowHosts.empty()) {
+        out.insert(out.end(), {"--network", "hosts"});
+        for (const auto& host : args.allowHosts) out.insert(out.end(), {"--allow-host", host});
+    }
     for (int fd : args.keepFds) out.insert(out.end(), {"--keep-fd", std::to_string(fd)});
     out.push_back("--");
     out.insert(out.end(), argv.begin(), argv.end());
@@ -164,7 +175,8 @@ std::vector<std::string> denial_signatures(const SandboxPolicy& policy) {
     std::vector<std::string> out;
     add_denial_words(out, DeniedErrno::Eacces);
     add_denial_words(out, DeniedErrno::Exdev);
-    if (policy.network == NetworkPolicy::Deny) add_denial_words(out, DeniedErrno::Eperm);
+    if (policy.network == NetworkPolicy::Deny || policy.network == NetworkPolicy::Hosts) add_denial_words(out, DeniedErrno::Eperm);
+    if (policy.network == NetworkPolicy::Hosts) add_denial_words(out, DeniedErrno::ProxyRefused);
     return out;
 }
 

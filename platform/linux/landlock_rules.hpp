@@ -84,7 +84,14 @@ struct RunnerArgs {
     std::vector<int> keepFds;   // descriptors above 2 passed on; every other one is closed
     std::vector<std::string> writableRoots;  // "DEV:INO@PATH" (or a bare PATH): writable beside the workspace
     bool denyNetwork = false;
+    // The network through the allow-list proxy (not empty: the `hosts` state): the runner starts
+    // the proxy on a loopback port the kernel picks, and the ruleset lets the command connect to
+    // that TCP port alone (ABI 4).
+    std::vector<std::string> allowHosts;
 };
+
+// The first ABI with TCP rules (the `hosts` network needs them: the proxy's port alone).
+inline constexpr int kTcpAbi = 4;
 
 // Network and scope rights, as the kernel numbers them.
 namespace net_access {

@@ -15,6 +15,8 @@
 #include "../posix/state_store.hpp"
 #include "bwrap.hpp"
 #include "landlock.hpp"
+#include "proxy_companion.hpp"
+#include "../../lib/host_pattern.hpp"
 #include "bwrap_stage.hpp"
 
 namespace dsh::platform {
@@ -65,6 +67,11 @@ int exec_plan(const ConfinedArgv& confined, const SandboxPolicy& policy, const s
               const Config& config) {
     std::fflush(stdout);
     if (confined.backend == "landlock") return landlock::exec_confined(landlock_args(confined, policy, config), argv);
+    // The hosts network: the plan's launcher (`dsh-confine net-proxy ... --`) done here, then bubblewrap.
+    if (confined.argv.size() > 2 && confined.argv[1] == "net-proxy") {
+        const auto separator = std::find(confined.argv.begin(), confined.argv.end(), "--");
+        return net_proxy_exec(policy.allowHosts, std::vector<std::string>(separator + 1, confined.argv.end()));
+    }
     // bubblewrap waits for its children and hangs when they are reaped unseen: a SIGCHLD the
     // caller ignored (which survives execve) is the default for it, and for the command under it.
     struct sigaction fallback {};
@@ -107,10 +114,12 @@ StartProofPlan prepare_for_run(std::vector<std::string>& argv, const std::string
         plan.fdSlot = static_cast<int>(at - argv.begin()) + 1;
         plan.commandIsGrandchild = true;
         // bubblewrap's pid 1 dies with bubblewrap, and everything in its pid namespace with it:
-        // what the command leaves cannot outlive the runner, nor the runner dsh-confine.
-        const auto options_end = std::find(argv.begin(), argv.end(), "--");
-        plan.runnerEndsTree = std::find(argv.begin(), options_end, "--unshare-pid") != options_end &&
-                              std::find(argv.begin(), options_end, "--die-with-parent") != options_end;
+        // what the command leaves cannot outlive the runner, nor the runner dsh-confine. (A plan
+        // in the hosts network starts with its launcher, which execs bubblewrap in its process.)
+        const auto bwrap_start = argv.size() > 2 && argv[1] == "net-proxy" ? std::find(argv.begin(), argv.end(), "--") + 1 : argv.begin();
+        const auto options_end = std::find(bwrap_start, argv.end(), "--");
+        plan.runnerEndsTree = std::find(bwrap_start, options_end, "--unshare-pid") != options_end &&
+                              std::find(bwrap_start, options_end, "--die-with-parent") != options_end;
         return plan;
     }
     if (backend == "landlock") {
@@ -149,6 +158,24 @@ int bwrap_stage(const BwrapStageRequest& request, const std::vector<std::string>
     return bwrap::run_stage(request, argv);
 }
 
+int net_proxy_exec(const std::vector<std::string>& allow_hosts, const std::vector<std::string>& bwrap_argv) {
+    std::vector<std::string> canonical;
+    for (const auto& text : allow_hosts) {
+        auto pattern = parse_host_pattern(text);
+        if (!pattern) {
+            std::fprintf(stderr, "dsh-confine: error: PROXY: net-proxy: %s\n", pattern.reason().c_str());
+            return 125;
+        }
+        canonical.push_back(to_string(*pattern));
+    }
+    // bubblewrap waits for its children (exec_plan says why SIGCHLD is reset for it).
+    struct sigaction fallback {};
+    fallback.sa_handler = SIG_DFL;
+    sigemptyset(&fallback.sa_mask);
+    sigaction(SIGCHLD, &fallback, nullptr);
+    return proxy::exec_with_proxy(canonical, bwrap_argv);
+}
+
 int landlock_exec(const LandlockExecRequest& request, const std::vector<std::string>& argv) {
     landlock::RunnerArgs args;
     if (request.mode == "read-only") args.mode = ConfinedSandboxMode::ReadOnly;
@@ -169,6 +196,13 @@ int landlock_exec(const LandlockExecRequest& request, const std::vector<std::str
     args.keepFds = request.keepFds;
     args.writableRoots = request.writableRoots;
     args.denyNetwork = request.denyNetwork;
+    if (request.hostsNetwork) {
+        if (request.allowHosts.empty()) {
+            std::fprintf(stderr, "dsh-confine: error: LANDLOCK: landlock-exec: --network hosts needs --allow-host\n");
+            return 125;
+        }
+        args.allowHosts = request.allowHosts;
+    }
     if (!request.privateTempBase.empty()) args.privateTempBase = request.privateTempBase;
     args.statusFd = request.statusFd;
     if (request.maxAbi > 0) args.maxAbi = request.maxAbi;

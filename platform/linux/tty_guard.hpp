@@ -22,6 +22,11 @@
 //     socket, or be disconnected and bound as a listener) and SOCK_RAW (a datagram socket in
 //     AF_UNIX) are EPERM;
 //   - io_uring_setup() is ENOSYS: io_uring makes and connects sockets without socket(2).
+// With the network limited to an allow-list (`hosts`), the same, and TCP over IPv4 and IPv6:
+// socket() of AF_INET or AF_INET6 with type SOCK_STREAM and protocol 0 or IPPROTO_TCP, so the
+// command can reach the proxy's loopback port (under bubblewrap its network namespace has
+// nothing else; under Landlock its TCP rules allow the proxy's port alone); UDP, raw, SCTP and
+// MPTCP sockets are EPERM.
 // What the filter does not see: descriptors the command inherits (stdin, stdout, stderr, and
 // those kept with --keep-fd), which keep working as they are.
 //
@@ -39,13 +44,13 @@
 
 namespace dsh::linux_guard {
 
-// What the filter does about sockets. A later state (say, TCP over IPv4 and IPv6 only) is one
-// more value here and one more row in tty_guard_rules.cpp's socket rules.
+// What the filter does about sockets.
 enum class SocketRules {
     Any,   // the network allowed: sockets are not the filter's concern
-    Local  // the network denied: NETLINK_ROUTE, and stream and seqpacket socketpairs only
+    Local,  // the network denied: NETLINK_ROUTE, and stream and seqpacket socketpairs only
+    Proxied  // the network through the proxy: Local's, and TCP over IPv4 and IPv6
 };
-inline constexpr std::array kSocketRules = {SocketRules::Any, SocketRules::Local};
+inline constexpr std::array kSocketRules = {SocketRules::Any, SocketRules::Local, SocketRules::Proxied};
 
 struct GuardOptions {
     bool metadataIoctls = false;            // also refuse the metadata-changing ioctls listed above (EPERM)

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include <linux/netlink.h>
+#include <netinet/in.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -63,9 +64,29 @@ void add_socket_rules(SocketRules rules, std::vector<Refusal>& out) {
     case SocketRules::Any:
         return;
     case SocketRules::Local:
-        // socket(): AF_NETLINK with NETLINK_ROUTE, and nothing else.
-        out.push_back({"socket", EPERM, {is_not(0, AF_NETLINK)}});
-        out.push_back({"socket", EPERM, {is_not(2, NETLINK_ROUTE)}});
+    case SocketRules::Proxied:
+        if (rules == SocketRules::Local) {
+            // socket(): AF_NETLINK with NETLINK_ROUTE, and nothing else.
+            out.push_back({"socket", EPERM, {is_not(0, AF_NETLINK)}});
+            out.push_back({"socket", EPERM, {is_not(2, NETLINK_ROUTE)}});
+        } else {
+            // socket(): AF_NETLINK with NETLINK_ROUTE, and TCP over IPv4 and IPv6. A rule compares
+            // each argument once, so every other family is refused by its number, on the low
+            // word the kernel reads (values from 64 up are no family: EAFNOSUPPORT anyway).
+            for (std::uint64_t family = 0; family < 64; ++family)
+                if (family != AF_NETLINK && family != AF_INET && family != AF_INET6)
+                    out.push_back({"socket", EPERM, {masked_is(0, 0xffffffffULL, family)}});
+            out.push_back({"socket", EPERM, {masked_is(0, 0xffffffffULL, AF_NETLINK), is_not(2, NETLINK_ROUTE)}});
+            for (const std::uint64_t family : {std::uint64_t{AF_INET}, std::uint64_t{AF_INET6}}) {
+                for (std::uint64_t type = 0; type <= kSocketTypeMask; ++type)
+                    if (type != SOCK_STREAM)
+                        out.push_back({"socket", EPERM, {masked_is(0, 0xffffffffULL, family), masked_is(1, kSocketTypeMask, type)}});
+                // SOCK_STREAM's protocols: 0 and IPPROTO_TCP; SCTP, MPTCP and the rest are not TCP.
+                out.push_back({"socket", EPERM, {masked_is(0, 0xffffffffULL, family), {2, SCMP_CMP_GT, IPPROTO_TCP, 0}}});
+                for (std::uint64_t protocol = 1; protocol < IPPROTO_TCP; ++protocol)
+                    out.push_back({"socket", EPERM, {masked_is(0, 0xffffffffULL, family), masked_is(2, 0xffffffffULL, protocol)}});
+            }
+        }
         // socketpair(): AF_UNIX stream and seqpacket pairs. A rule cannot compare one argument
         // twice (libseccomp), so every other type the four bits can name is refused by name.
         out.push_back({"socketpair", EPERM, {is_not(0, AF_UNIX)}});

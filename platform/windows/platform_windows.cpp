@@ -60,6 +60,11 @@ int bwrap_stage(const BwrapStageRequest& /*request*/, const std::vector<std::str
     return 125;
 }
 
+int net_proxy_exec(const std::vector<std::string>& /*allow_hosts*/, const std::vector<std::string>& /*bwrap_argv*/) {
+    std::fprintf(stderr, "dsh-confine: error: PROXY: net-proxy: the hosts network's launcher exists only on Linux\n");
+    return 125;
+}
+
 int landlock_exec(const LandlockExecRequest& /*request*/, const std::vector<std::string>& /*argv*/) {
     std::fprintf(stderr, "dsh-confine: error: LANDLOCK: landlock-exec: Landlock is a Linux mechanism, not available on Windows\n");
     return 125;

@@ -1,0 +1,244 @@
+#include "proxy_companion.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../../lib/host_pattern.hpp"
+#include "../posix/process.hpp"
+#include "proxy.hpp"
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
+
+namespace dsh::proxy {
+namespace {
+
+std::string errno_text(const std::string& what) { return what + ": " + std::strerror(errno); }
+
+// Up to this many listening sockets arrive over the channel (the stage sends two).
+constexpr std::size_t kMaxListeners = 4;
+
+// Waits for the listeners on `channel`, or for the owner to end first: empty then.
+std::vector<int> receive_listeners(int channel, int owner) {
+    pollfd fds[2] = {{channel, POLLIN, 0}, {owner, POLLIN, 0}};
+    while (poll(fds, 2, -1) < 0)
+        if (errno != EINTR) return {};
+    if (!(fds[0].revents & POLLIN)) return {};
+    char byte = 0;
+    iovec part{&byte, 1};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxListeners)] = {};
+    msghdr message{};
+    message.msg_iov = &part;
+    message.msg_iovlen = 1;
+    message.msg_control = control;
+    message.msg_controllen = sizeof control;
+    if (recvmsg(channel, &message, MSG_CMSG_CLOEXEC) <= 0) return {};
+    std::vector<int> out;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&message); c != nullptr; c = CMSG_NXTHDR(&message, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+        const std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (std::size_t i = 0; i < count; ++i) {
+            int fd = -1;
+            std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+            out.push_back(fd);
+        }
+    }
+    return out;
+}
+
+// The proxy's own process: what it keeps, then the proxy until its owner ends.
+[[noreturn]] void serve(const std::vector<std::string>& allow, std::vector<int> listen_fds, int channel, int owner) {
+    setsid();
+    // stdin and stdout are the command's business (a pipe `run` reads to its end must not stay
+    // open here); stderr takes the refusals.
+    if (const int null = open("/dev/null", O_RDWR | O_CLOEXEC); null >= 0) {
+        dup2(null, 0);
+        dup2(null, 1);
+        close(null);
+    }
+    std::vector<int> keep = listen_fds;
+    keep.insert(keep.end(), {channel, owner});
+    std::sort(keep.begin(), keep.end());
+    // Every other descriptor closed: the caller's (a status pipe, kept descriptors, a ruleset)
+    // are none of the proxy's, and one held open here could keep a reader waiting.
+    int from = 3;
+    for (int fd : keep) {
+        if (fd < from) continue;
+        if (fd > from) syscall(SYS_close_range, from, fd - 1, 0);
+        from = fd + 1;
+    }
+    syscall(SYS_close_range, from, ~0U, 0);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD}) signal(sig, SIG_DFL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+
+    if (channel >= 0) {
+        listen_fds = receive_listeners(channel, owner);
+        close(channel);
+        if (listen_fds.empty()) _exit(0);  // the stage failed, or the sandbox ended, first
+    }
+    ProxyOptions options;
+    for (const auto& text : allow)
+        if (auto pattern = parse_host_pattern(text)) options.allow.push_back(*pattern);
+    options.listenFds = listen_fds;
+    options.lifetimeFd = owner;
+    options.onRefused = [](const ProxyRefusal& refusal) {
+        const std::string where = (refusal.host.find(':') == std::string::npos ? refusal.host : "[" + refusal.host + "]") +
+                                  ":" + std::to_string(refusal.port);
+        const std::string line = std::string(kRefusedPrefix) + where + ", " + refusal.reason + " (--allow-host " + where +
+                                 " would allow it)\n";
+        [[maybe_unused]] const ssize_t n = write(2, line.data(), line.size());
+    };
+    std::string error;
+    if (run_proxy(options, &error) != 0) {
+        const std::string line = "dsh-confine: error: PROXY: " + error + "\n";
+        [[maybe_unused]] const ssize_t n = write(2, line.data(), line.size());
+        _exit(1);
+    }
+    _exit(0);
+}
+
+}  // namespace
+
+bool start_proxy(const std::vector<std::string>& allow, const std::vector<int>& listen_fds, int channel, std::string& why) {
+    const int owner = static_cast<int>(syscall(SYS_pidfd_open, getpid(), 0));
+    if (owner < 0) {
+        why = errno_text("pidfd_open (the proxy's lifetime; Linux 5.3 or later)");
+        return false;
+    }
+    fcntl(owner, F_SETFD, FD_CLOEXEC);
+    const pid_t middle = fork();
+    if (middle < 0) {
+        why = errno_text("fork (the proxy)");
+        close(owner);
+        return false;
+    }
+    if (middle == 0) {
+        const pid_t proxy = fork();
+        if (proxy == 0) serve(allow, listen_fds, channel, owner);
+        _exit(proxy < 0 ? 1 : 0);
+    }
+    close(owner);
+    int status = 0;
+    while (waitpid(middle, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        why = "the proxy's process could not be started";
+        return false;
+    }
+    return true;
+}
+
+int loopback_listener(int family, std::uint16_t port, std::string& why) {
+    const int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        why = errno_text("socket (the proxy's listener)");
+        return -1;
+    }
+    const int on = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+    int bound = -1;
+    if (family == AF_INET6) {
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof on);
+        sockaddr_in6 address{};
+        address.sin6_family = AF_INET6;
+        address.sin6_addr = in6addr_loopback;
+        address.sin6_port = htons(port);
+        bound = bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
+    } else {
+        sockaddr_in address{};
+        address.sin_family = AF_INET;
+        address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        address.sin_port = htons(port);
+        bound = bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
+    }
+    if (bound != 0 || listen(fd, 128) != 0) {
+        why = errno_text(std::string("listening on the loopback address for the proxy (") +
+                         (family == AF_INET6 ? "[::1]" : "127.0.0.1") + ":" + std::to_string(port) + ")");
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+std::uint16_t listening_port(int fd) {
+    sockaddr_storage address{};
+    socklen_t length = sizeof address;
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) return 0;
+    if (address.ss_family == AF_INET) return ntohs(reinterpret_cast<sockaddr_in*>(&address)->sin_port);
+    if (address.ss_family == AF_INET6) return ntohs(reinterpret_cast<sockaddr_in6*>(&address)->sin6_port);
+    return 0;
+}
+
+bool send_listeners(int channel, const std::vector<int>& fds, std::string& why) {
+    char byte = 'L';
+    iovec part{&byte, 1};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxListeners)] = {};
+    msghdr message{};
+    message.msg_iov = &part;
+    message.msg_iovlen = 1;
+    message.msg_control = control;
+    message.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
+    cmsghdr* c = CMSG_FIRSTHDR(&message);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+    std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
+    const bool sent = fds.size() <= kMaxListeners && sendmsg(channel, &message, MSG_NOSIGNAL) == 1;
+    if (!sent) why = errno_text("sending the proxy its listeners");
+    close(channel);
+    return sent;
+}
+
+void set_proxy_environment(std::uint16_t port) {
+    const std::string http = "http://127.0.0.1:" + std::to_string(port);
+    const std::string socks = "socks5h://127.0.0.1:" + std::to_string(port);
+    for (const char* name : {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"}) setenv(name, http.c_str(), 1);
+    for (const char* name : {"ALL_PROXY", "all_proxy"}) setenv(name, socks.c_str(), 1);
+    for (const char* name : {"NO_PROXY", "no_proxy"}) setenv(name, "localhost,127.0.0.1,::1", 1);
+    std::string java = "-Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort=" + std::to_string(port) +
+                       " -Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort=" + std::to_string(port) +
+                       " -Dhttp.nonProxyHosts=localhost|127.0.0.1|[::1]";
+    if (const char* was = std::getenv("JAVA_TOOL_OPTIONS"); was && *was) java = std::string(was) + " " + java;
+    setenv("JAVA_TOOL_OPTIONS", java.c_str(), 1);
+}
+
+int exec_with_proxy(const std::vector<std::string>& allow, std::vector<std::string> bwrap_argv) {
+    const auto fail = [](const std::string& message) {
+        std::fprintf(stderr, "dsh-confine: error: PROXY: %s\n", message.c_str());
+        return 125;
+    };
+    const auto stage = std::find(bwrap_argv.begin(), bwrap_argv.end(), "bwrap-stage");
+    if (bwrap_argv.empty() || stage == bwrap_argv.end()) return fail("net-proxy: no bubblewrap plan with a stage follows");
+    int pair[2] = {-1, -1};
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) return fail(errno_text("socketpair"));
+    std::string why;
+    if (!start_proxy(allow, {}, pair[0], why)) return fail(why);
+    close(pair[0]);
+    // Passed on through bubblewrap (which closes nothing) to the stage, which sends the
+    // listeners over it and closes it before the command starts.
+    fcntl(pair[1], F_SETFD, 0);
+    bwrap_argv.insert(stage + 1, {"--proxy-fd", std::to_string(pair[1])});
+    posix::exec_argv(bwrap_argv.front(), bwrap_argv);
+    return fail(errno_text("cannot execute " + bwrap_argv.front()));
+}
+
+}  // namespace dsh::proxy

@@ -1,0 +1,59 @@
+// The proxy's process for one call in the `hosts` network state (proxy.hpp is what it runs):
+// started by whoever hands the call to its runner, before the command exists, and ended when
+// that process ends.
+//
+// Its life: forked twice, so it is nobody's child that anyone waits for, into a session of its
+// own (a terminal's or a harness's signal to the caller's process group does not reach it), with
+// only stderr, its listening sockets and a pidfd of the process that started it. It serves until
+// that process ends: under bubblewrap that process is bubblewrap itself (the plan's launcher,
+// `dsh-confine net-proxy ... -- bwrap ...`, execs it), whose end is the sandbox's end; under
+// Landlock it is the runner, which becomes the command (or `run`, which ends the command's tree
+// before it exits). A caller killed with SIGKILL takes the proxy's owner with it: the proxy goes
+// too, and nothing of it stays behind (it makes no file anywhere).
+//
+// Where it listens: under Landlock on the host's loopback, on a port the kernel picks, made here
+// before the command starts; under bubblewrap inside the sandbox's own network namespace, where
+// only the stage can make a socket: the stage makes the listeners (127.0.0.1 and ::1, port
+// kSandboxPort) and sends them over a socket pair to the proxy, which accepts on them from
+// outside. Each refusal is one line on stderr: `dsh-confine: network: refused HOST:PORT, ...`.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dsh::proxy {
+
+// The proxy's port inside bubblewrap's network namespace (nothing else listens there).
+inline constexpr std::uint16_t kSandboxPort = 3128;
+
+// The start of every line the proxy writes for a refused host (classify's evidence, run's count).
+inline constexpr const char* kRefusedPrefix = "dsh-confine: network: refused ";
+
+// Starts the proxy for `allow` (canonical patterns), serving `listen_fds` at once, or, with
+// `channel` >= 0, the listeners that arrive on that socket (SCM_RIGHTS); it lives until this
+// process ends. The descriptors stay open here; the caller closes them. false with `why`.
+bool start_proxy(const std::vector<std::string>& allow, const std::vector<int>& listen_fds, int channel, std::string& why);
+
+// A TCP socket listening on the loopback address of `family` (AF_INET or AF_INET6) and `port`
+// (0: the kernel picks), close-on-exec; -1 with `why`.
+int loopback_listener(int family, std::uint16_t port, std::string& why);
+
+// The port a socket listens on, or 0.
+std::uint16_t listening_port(int fd);
+
+// Sends `fds` over `channel` in one message, then closes the channel: false with `why`.
+bool send_listeners(int channel, const std::vector<int>& fds, std::string& why);
+
+// The proxy variables every client reads, pointing at the proxy on 127.0.0.1:`port`: HTTP_PROXY,
+// HTTPS_PROXY, ALL_PROXY (SOCKS5 with remote resolution), their lower-case forms, NO_PROXY for
+// loopback, and Java's system properties appended to JAVA_TOOL_OPTIONS.
+void set_proxy_environment(std::uint16_t port);
+
+// The launcher of a bubblewrap plan in the `hosts` state: the proxy started with a socket pair
+// whose other end the stage receives (`--proxy-fd N`, inserted into the stage's arguments here,
+// where the descriptor's number is known), then `bwrap_argv` executed. Returns only on failure,
+// with 125 and the message printed.
+int exec_with_proxy(const std::vector<std::string>& allow, std::vector<std::string> bwrap_argv);
+
+}  // namespace dsh::proxy
