@@ -16,10 +16,11 @@ namespace {
 namespace fs = std::filesystem;
 
 // Bounds on what one plan walks: submodules (and their submodules) and linked worktrees are
-// found by reading a few files, never by walking a tree; these keep a crafted layout cheap.
-constexpr std::size_t kMaxRepositories = 256;
+// found by reading a few files, never by walking a tree; these keep a crafted layout cheap. A
+// bound reached is a named gap, never a silent omission.
+constexpr std::size_t kMaxRepositories = 1024;
 constexpr int kMaxSubmoduleDepth = 8;
-constexpr std::size_t kMaxModuleEntries = 4096;
+constexpr std::size_t kMaxModuleEntries = 16384;
 
 std::string lower(std::string_view text) {
     std::string out(text);
@@ -57,29 +58,135 @@ std::optional<std::string> directory_named(const std::string& text, const fs::pa
     return canonical.string();
 }
 
-// Whether a repository's config turns on extensions.worktreeConfig (git then reads
-// config.worktree as config). Git reads the repository format from that file alone, without
-// includes, so a scan of its sections and keys is what git sees.
-bool worktree_config_on(const fs::path& config) {
-    std::ifstream in(config);
-    std::string line;
-    bool in_extensions = false;
-    while (std::getline(in, line)) {
-        const std::string text = trim(line);
-        if (text.empty() || text[0] == '#' || text[0] == ';') continue;
-        if (text[0] == '[') {
-            const std::size_t close = text.find(']');
-            in_extensions = close != std::string::npos && lower(trim(std::string_view(text).substr(1, close - 1))) == "extensions";
+// One variable of a git config file: section and key lower-case, the subsection as written.
+struct ConfigEntry {
+    std::string section, subsection, key, value;
+};
+
+// A git config file as git reads it (config.c): sections `[name]`, `[name "sub"]` and the older
+// `[name.sub]`, keys case-insensitive, a key alone meaning true; in a value, double quotes group
+// (and go), `\"`, `\\`, `\n`, `\t` and `\b` are escapes, a backslash at the end of a line joins
+// the next, `#` and `;` outside quotes start a comment, and whitespace around the value goes.
+// What it cannot parse ends the reading there, as git would refuse the file. Includes are not
+// followed: the callers look at each file on its own.
+std::vector<ConfigEntry> read_git_config(const fs::path& file) {
+    std::vector<ConfigEntry> out;
+    std::error_code ec;
+    if (!fs::is_regular_file(fs::status(file, ec)) || fs::file_size(file, ec) > (1U << 20)) return out;
+    std::ifstream in(file, std::ios::binary);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::size_t at = 0;
+    std::string section, subsection;
+    const auto blank = [&] { return at < text.size() && (text[at] == ' ' || text[at] == '\t' || text[at] == '\r'); };
+    const auto skip_line = [&] {
+        while (at < text.size() && text[at] != '\n') ++at;
+    };
+    while (at < text.size()) {
+        while (blank() || (at < text.size() && text[at] == '\n')) ++at;
+        if (at >= text.size()) break;
+        const char c = text[at];
+        if (c == '#' || c == ';') {
+            skip_line();
             continue;
         }
-        if (!in_extensions) continue;
-        const std::size_t equals = text.find('=');
-        if (lower(trim(std::string_view(text).substr(0, equals))) != "worktreeconfig") continue;
-        if (equals == std::string::npos) return true;  // a bare key is true
-        const std::string value = lower(trim(std::string_view(text).substr(equals + 1)));
-        return value == "true" || value == "yes" || value == "on" || value == "1";
+        if (c == '[') {
+            ++at;
+            std::string name;
+            while (at < text.size() && (std::isalnum(static_cast<unsigned char>(text[at])) || text[at] == '-' || text[at] == '.'))
+                name += static_cast<char>(std::tolower(static_cast<unsigned char>(text[at++])));
+            subsection.clear();
+            if (at < text.size() && text[at] == ' ') {
+                while (blank()) ++at;
+                if (at >= text.size() || text[at] != '"') return out;
+                ++at;
+                while (at < text.size() && text[at] != '"' && text[at] != '\n') {
+                    if (text[at] == '\\' && at + 1 < text.size()) ++at;
+                    subsection += text[at++];
+                }
+                if (at >= text.size() || text[at] != '"') return out;
+                ++at;
+            } else if (const std::size_t dot = name.find('.'); dot != std::string::npos) {
+                subsection = name.substr(dot + 1);
+                name = name.substr(0, dot);
+            }
+            if (at >= text.size() || text[at] != ']') return out;
+            ++at;
+            section = name;
+            continue;  // a key may follow on the same line
+        }
+        if (!std::isalpha(static_cast<unsigned char>(c))) return out;
+        std::string key;
+        while (at < text.size() && (std::isalnum(static_cast<unsigned char>(text[at])) || text[at] == '-'))
+            key += static_cast<char>(std::tolower(static_cast<unsigned char>(text[at++])));
+        while (blank()) ++at;
+        std::string value = "true";
+        if (at < text.size() && text[at] == '=') {
+            ++at;
+            value.clear();
+            bool quoted = false;
+            std::string pending_space;
+            while (blank()) ++at;
+            while (at < text.size()) {
+                const char v = text[at];
+                if (v == '\n' && !quoted) break;
+                if (!quoted && (v == '#' || v == ';')) {
+                    skip_line();
+                    break;
+                }
+                ++at;
+                if (v == ' ' || v == '\t' || v == '\r') {
+                    if (quoted) value += v;
+                    else pending_space += v;
+                    continue;
+                }
+                if (!pending_space.empty() && !value.empty()) value += pending_space;
+                pending_space.clear();
+                if (v == '"') {
+                    quoted = !quoted;
+                } else if (v == '\\') {
+                    if (at >= text.size()) break;
+                    const char e = text[at++];
+                    if (e == '\n') continue;  // a continuation line
+                    value += e == 'n' ? '\n' : e == 't' ? '\t' : e == 'b' ? '\b' : e;
+                } else if (v == '\n') {
+                    return out;  // a newline inside quotes: git refuses the file
+                } else {
+                    value += v;
+                }
+            }
+        } else {
+            if (at < text.size() && (text[at] == '#' || text[at] == ';')) skip_line();
+        }
+        if (!section.empty()) out.push_back({section, subsection, key, value});
     }
-    return false;
+    return out;
+}
+
+// Whether a repository's config turns on extensions.worktreeConfig (git then reads
+// config.worktree as config). Git reads the repository format from that file alone.
+bool worktree_config_on(const fs::path& config) {
+    bool on = false;
+    for (const auto& entry : read_git_config(config))
+        if (entry.section == "extensions" && entry.subsection.empty() && entry.key == "worktreeconfig") {
+            const std::string value = lower(entry.value);
+            on = value == "true" || value == "yes" || value == "on" || value == "1";
+        }
+    return on;
+}
+
+// A git directory as git's validity test sees one: a HEAD, an objects/ and a refs/ directory.
+bool looks_like_git_directory(const fs::path& directory) {
+    std::error_code ec;
+    return fs::exists(fs::symlink_status(directory / "HEAD", ec)) && fs::is_directory(directory / "objects", ec) &&
+           fs::is_directory(directory / "refs", ec);
+}
+
+// A linked worktree's own git directory (.git/worktrees/NAME): it alone may have a `commondir`
+// (naming the repository's), and a `gitdir` (naming the worktree's `.git` file).
+bool linked_worktree_directory(const fs::path& directory) {
+    std::error_code ec;
+    return directory.parent_path().filename() == "worktrees" && fs::is_regular_file(directory / "commondir", ec) &&
+           fs::is_regular_file(directory / "gitdir", ec);
 }
 
 class Finder {
@@ -91,6 +198,9 @@ public:
         for (const auto& pattern : patterns) read_only(fs::path(root) / pattern);
     }
 
+    // The repository at the top of `root` (`.git` a directory, a file naming one, or a symlink),
+    // or the root itself when it is a git directory (a bare repository, or a `.git` given as a
+    // writable root), and the submodules its `.gitmodules` registers.
     void root(const std::string& root, int depth) {
         const fs::path dot_git = fs::path(root) / ".git";
         std::error_code ec;
@@ -99,13 +209,15 @@ public:
             // Kept in place (a symlink can be a mount point too), and what it names protected.
             keep(dot_git.string());
             if (auto target = directory_named(fs::read_symlink(dot_git, ec).string(), root); target && !ec)
-                repository(*target, true);
+                repository(*target, root);
         } else if (fs::is_regular_file(status)) {
             read_only(dot_git.string());
             if (auto line = first_line(dot_git); line && line->rfind("gitdir:", 0) == 0)
-                if (auto gitdir = directory_named(trim(line->substr(7)), root)) repository(*gitdir, false);
+                if (auto gitdir = directory_named(trim(line->substr(7)), root)) repository(*gitdir, root);
         } else if (fs::is_directory(status)) {
-            repository(dot_git.string(), true);
+            repository(dot_git.string(), root);
+        } else if (depth == 0 && looks_like_git_directory(root)) {
+            repository(root, std::nullopt);
         }
         submodules(root, depth);
     }
@@ -116,6 +228,8 @@ public:
             std::sort(list->begin(), list->end());
             list->erase(std::unique(list->begin(), list->end()), list->end());
         }
+        if (overflow_) plan_.notes.push_back(*overflow_);
+        plan_.bounded = overflow_.has_value();
         return std::move(plan_);
     }
 
@@ -181,14 +295,47 @@ private:
             plan_.keptInPlace.push_back(r->path);
     }
 
-    // A git directory (`through_directory`: git finds it as a `.git` directory, not by a `.git`
-    // file's name).
-    void repository(const std::string& gitdir, [[maybe_unused]] bool through_directory) {
-        if (!seen_.insert(gitdir).second || seen_.size() > kMaxRepositories) return;
+    bool bounded(const std::string& what) {
+        if (!overflow_)
+            overflow_ = "git: " + what + " in the writable roots exceed what one plan looks at, so the rest are not "
+                        "protected (a command can make that so: it has been told in this plan)";
+        return true;
+    }
+
+    // What a repository's config points into the worktree is the worktree's: a hooks directory
+    // (core.hooksPath, as husky sets it) and included files (include.path, includeIf.*.path) would
+    // be the command's to write, and git runs or reads them. Kept read-only where they lie inside a
+    // root and exist.
+    void config_targets(const fs::path& config, const std::optional<std::string>& worktree) {
+        for (const auto& entry : read_git_config(config)) {
+            const bool hooks = entry.section == "core" && entry.subsection.empty() && entry.key == "hookspath";
+            const bool include = (entry.section == "include" || entry.section == "includeif") && entry.key == "path";
+            if ((!hooks && !include) || entry.value.empty()) continue;
+            fs::path target = entry.value;
+            if (entry.value.rfind("~/", 0) == 0) continue;  // the home directory: outside the workspace by the rules for roots
+            if (target.is_relative()) {
+                if (hooks && !worktree) continue;  // a bare repository's hooks path is relative to it: below
+                target = (hooks ? fs::path(*worktree) : config.parent_path()) / target;
+            }
+            read_only(target.lexically_normal());
+        }
+    }
+
+    // A git directory, and the worktree it belongs to where known.
+    void repository(const std::string& gitdir, const std::optional<std::string>& worktree) {
+        if (seen_.count(gitdir) != 0) return;
+        if (seen_.size() >= kMaxRepositories && bounded("more than " + std::to_string(kMaxRepositories) + " git directories"))
+            return;
+        seen_.insert(gitdir);
         plan_.repositories.push_back(gitdir);
         const fs::path git(gitdir);
+        // Only a linked worktree's own git directory may name a common directory; anywhere else a
+        // `commondir` is a plant (an earlier call's, killed before its check): not followed, and
+        // removed when this call ends.
+        const bool linked = linked_worktree_directory(git);
         std::optional<std::string> common;
-        if (auto line = first_line(git / "commondir")) common = directory_named(*line, git);
+        if (linked)
+            if (auto line = first_line(git / "commondir")) common = directory_named(*line, git);
         const fs::path shared = common ? fs::path(*common) : git;
         const bool worktree_config = worktree_config_on(shared / "config");
         if (plan_.mode == GitMode::ReadOnly) {
@@ -197,19 +344,33 @@ private:
         } else {
             // Config, hooks, objects and refs are the common directory's; a linked worktree's own
             // git directory holds its HEAD, its config.worktree and the commondir naming the rest.
-            for (const auto& directory : {shared}) {
-                read_only(directory / "config");
-                made(directory / "hooks", true);
-                kept_directory(directory / "objects");
-                kept_directory(directory / "refs");
-            }
+            read_only(shared / "config");
+            made(shared / "hooks", true);
+            kept_directory(shared / "objects");
+            kept_directory(shared / "refs");
+            // The older places a remote is named in: `.git/remotes/NAME` is read when the config
+            // names no such remote (a push to a path runs that repository's hooks).
+            made(shared / "remotes", true);
+            read_only(shared / "branches");
             if (worktree_config) made(git / "config.worktree", false);
             else read_only(git / "config.worktree");
-            read_only(git / "commondir");
-            // Every git directory inside a root: one found as a `.git` directory makes git try the
-            // directory above as a bare repository when it is invalid, and any can be given a
-            // `commondir` that sends git to another directory's config and hooks.
-            if (inside_roots(gitdir)) plan_.checkedAtEnd.push_back(gitdir);
+            if (linked) {
+                read_only(git / "commondir");
+                read_only(git / "gitdir");
+            }
+            // Every git directory inside a root but a linked worktree's own: an invalid one found as a
+            // `.git` directory makes git take the directory above it for a bare repository, and
+            // any can be given a `commondir` or symlinks. A linked worktree's own is found through
+            // a `.git` file only (git stops at an invalid one), and its `commondir` is kept.
+            if (!linked && inside_roots(gitdir)) plan_.checkedAtEnd.push_back(gitdir);
+            if (common && inside_roots(*common) && linked_worktree_directory(*common) == false &&
+                seen_.count(*common) == 0) {
+                seen_.insert(*common);
+                plan_.repositories.push_back(*common);
+                plan_.checkedAtEnd.push_back(*common);
+            }
+            config_targets(shared / "config", worktree);
+            if (worktree_config) config_targets(git / "config.worktree", worktree);
         }
         modules(git / "modules", 0);
         if (common) modules(shared / "modules", 0);
@@ -221,12 +382,12 @@ private:
         std::error_code ec;
         if (depth > kMaxSubmoduleDepth || !fs::is_directory(fs::symlink_status(directory, ec))) return;
         for (fs::directory_iterator it(directory, ec), end; !ec && it != end; it.increment(ec)) {
-            if (++entries_ > kMaxModuleEntries) return;
+            if (++entries_ > kMaxModuleEntries && bounded("more than " + std::to_string(kMaxModuleEntries) + " entries under modules/ and worktrees/"))
+                return;
             const fs::path entry = it->path();
             if (!fs::is_directory(fs::symlink_status(entry, ec))) continue;
-            std::error_code head_ec;
-            if (fs::exists(fs::symlink_status(entry / "HEAD", head_ec))) {
-                if (auto canonical = directory_named(entry.string(), "/")) repository(*canonical, false);
+            if (looks_like_git_directory(entry)) {
+                if (auto canonical = directory_named(entry.string(), "/")) repository(*canonical, std::nullopt);
             } else {
                 modules(entry, depth + 1);
             }
@@ -239,7 +400,8 @@ private:
         std::error_code ec;
         if (!fs::is_directory(fs::symlink_status(directory, ec))) return;
         for (fs::directory_iterator it(directory, ec), end; !ec && it != end; it.increment(ec)) {
-            if (++entries_ > kMaxModuleEntries) return;
+            if (++entries_ > kMaxModuleEntries && bounded("more than " + std::to_string(kMaxModuleEntries) + " entries under modules/ and worktrees/"))
+                return;
             const fs::path entry = it->path();
             if (!fs::is_directory(fs::symlink_status(entry, ec))) continue;
             if (plan_.mode != GitMode::ReadOnly) {
@@ -253,34 +415,28 @@ private:
         }
     }
 
-    // The submodules a root's .gitmodules registers: each one's `.git` (a file naming its git
-    // directory under .git/modules, or an old-style directory) and its own submodules. What
-    // .gitmodules says only picks paths inside the root to protect, never one outside it.
-    void submodules(const std::string& root, int depth) {
+    // The submodules a root's .gitmodules registers (read as git reads it): each one's `.git` (a
+    // file naming its git directory under .git/modules, or an old-style directory) and its own
+    // submodules. What .gitmodules says only picks paths inside the root to protect, never one
+    // outside it.
+    void submodules(const std::string& top, int depth) {
         if (depth >= kMaxSubmoduleDepth) return;
-        std::ifstream in(fs::path(root) / ".gitmodules");
-        std::string line;
-        while (std::getline(in, line)) {
-            const std::string text = trim(line);
-            const std::size_t equals = text.find('=');
-            if (equals == std::string::npos || lower(trim(std::string_view(text).substr(0, equals))) != "path") continue;
-            const fs::path relative = fs::path(trim(std::string_view(text).substr(equals + 1))).lexically_normal();
+        for (const auto& entry : read_git_config(fs::path(top) / ".gitmodules")) {
+            if (entry.section != "submodule" || entry.key != "path") continue;
+            const fs::path relative = fs::path(entry.value).lexically_normal();
             if (relative.empty() || relative.is_absolute() || *relative.begin() == "..") continue;
-            const fs::path sub = fs::path(root) / relative;
+            const fs::path sub = fs::path(top) / relative;
             std::error_code ec;
-            if (!fs::is_directory(fs::symlink_status(sub, ec))) continue;
-            root_of_submodule(sub.string(), depth + 1);
+            if (!fs::is_directory(fs::symlink_status(sub, ec)) || !inside_roots(sub.string())) continue;
+            root(sub.string(), depth + 1);
         }
-    }
-    void root_of_submodule(const std::string& directory, int depth) {
-        if (!inside_roots(directory)) return;
-        root(directory, depth);
     }
 
     std::vector<std::string> roots_;
     GitPlan plan_;
     std::set<std::string> seen_;
     std::size_t entries_ = 0;
+    std::optional<std::string> overflow_;
 };
 
 }  // namespace
@@ -300,6 +456,18 @@ bool valid_git_head(std::string_view content, bool is_symlink) {
         if (hex && (content.size() == length || std::isspace(static_cast<unsigned char>(content[length])))) return true;
     }
     return false;
+}
+
+GitPlan git_plan_unenforced(const GitPlan& plan) {
+    GitPlan out;
+    out.mode = plan.mode;
+    out.repositories = plan.repositories;
+    if (plan.mode != GitMode::Writable && !plan.repositories.empty())
+        out.notes.push_back("git: this backend keeps nothing of git's read-only or in place, and restores nothing when the "
+                            "call ends (enforcementGaps says so): the command can plant what a git you run later executes");
+    for (const auto& note : plan.notes)
+        if (note.rfind("git: HEAD, objects/", 0) != 0) out.notes.push_back(note);
+    return out;
 }
 
 std::vector<std::string> protected_patterns_for(GitMode mode, const std::vector<std::string>& patterns) {
@@ -345,11 +513,13 @@ GitPlan plan_git_protection(const std::vector<std::string>& roots, GitMode mode,
     if (!plan.checkedAtEnd.empty())
         plan.notes.push_back(
             "git: HEAD, objects/ and refs/ stay writable (git replaces HEAD on every switch and rebase); a repository the "
-            "command leaves invalid (which makes git take the directory above it for a bare repository) is restored when "
-            "the call ends, but a git you run in the workspace while the call runs sees it as the command left it");
+            "command leaves invalid (which makes git take the directory above it for a bare repository) is made valid "
+            "again when the call ends, but a git you run in the workspace while the call runs sees it as the command left it");
     plan.notes.push_back(
-        "git: a repository the command creates is not protected: git run inside it, or `git status` at the top once it is "
-        "registered as a submodule (a gitlink in the index), runs what the command wrote into its config and hooks");
+        "git: a repository the command creates is not protected: git run inside it, or a git at the top that recurses "
+        "into submodules (status, submodule update, fetch, pull) once the command has registered it as one (a gitlink in "
+        "the index), runs what the command wrote into its config and hooks; nor is a rebase, merge or cherry-pick the "
+        "command leaves in progress (its todo list is the command's: git rebase --continue runs its exec lines)");
     plan.notes.push_back(
         "git: a bare repository the command plants in a directory (HEAD, objects/, refs/, config) is taken by a git run "
         "there, before any repository above it, unless git's safe.bareRepository is 'explicit' (git 2.38 and later: "

@@ -40,6 +40,10 @@ namespace dsh {
 // inside a root). `readOnly` and `made*` become the policy's protectedPaths.
 GitPlan plan_git_protection(const std::vector<std::string>& roots, GitMode mode, const std::vector<std::string>& patterns);
 
+// The plan of a backend that can keep none of it (Landlock): the repositories still listed, what
+// would be kept or checked not, and one note saying so (the backend names the gap).
+GitPlan git_plan_unenforced(const GitPlan& plan);
+
 // Whether a HEAD file's first bytes (or, for a symlink, its target) make a valid HEAD for git:
 // `ref:` and optional spaces then `refs/`, or a hexadecimal object name (SHA-1 or SHA-256).
 bool valid_git_head(std::string_view content, bool is_symlink);

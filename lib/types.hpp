@@ -44,6 +44,7 @@ struct GitPlan {
     std::vector<std::string> keptInPlace = {};   // writable, but not removable, renamable or replaceable
     std::vector<std::string> checkedAtEnd = {};  // git directories whose validity is restored when the call ends
     std::vector<std::string> notes = {};         // what the protection does not cover here
+    bool bounded = false;  // more repositories than one plan looks at: those beyond are not protected (a gap)
 
     bool operator==(const GitPlan&) const = default;
 };

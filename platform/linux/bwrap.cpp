@@ -156,6 +156,9 @@ Expected<ConfinedArgv> BwrapBackend::confine(const std::vector<std::string>& arg
     out.enforcementGaps = enforcement_gaps(layout);
     // The stage that restores the repositories when the call ends must outlive the command: only
     // Landlock's signal scope (ABI 6) keeps the command from killing it first.
+    if (policy.git.bounded)
+        out.enforcementGaps.push_back("git: the writable roots hold more git directories than one plan looks at; those "
+                                      "beyond it are not protected");
     if (!policy.git.checkedAtEnd.empty() && linux_host::landlock_abi() < 6)
         out.enforcementGaps.push_back("git: without Landlock's signal scope (ABI 6) the command can kill the stage before "
                                       "it restores a repository the command left invalid");

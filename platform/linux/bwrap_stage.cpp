@@ -368,9 +368,12 @@ int hold_and_check(const linux_runner::Launch& launch, const std::vector<git_che
         if (done < 0 && errno != EINTR) break;
     }
     std::vector<std::string> said;
-    for (const auto& check : checks)
-        for (auto& line : git_check::restore(check)) said.push_back(std::move(line));
-    for (const auto& line : said) std::fprintf(stderr, "dsh-confine: git: %s\n", line.c_str());
+    for (const auto& check : checks) {
+        git_check::Restored restored = git_check::restore(check);
+        for (auto& line : restored.repairs) said.push_back("dsh-confine: git: " + line);
+        for (auto& line : restored.failures) said.push_back("dsh-confine: error: GIT: " + line);
+    }
+    for (const auto& line : said) std::fprintf(stderr, "%s\n", line.c_str());
     std::fflush(stderr);
     if (WIFEXITED(status)) _exit(WEXITSTATUS(status));
     // Ended by a signal: end the same way (bubblewrap's init reports 128+N either way).

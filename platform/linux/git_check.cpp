@@ -1,27 +1,37 @@
 #include "git_check.hpp"
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "../../lib/git_protection.hpp"
 #include "../posix/safe_path.hpp"
 #include "../posix/state_store.hpp"
 
+#ifndef RENAME_EXCHANGE
+#define RENAME_EXCHANGE (1 << 1)
+#endif
+#ifndef RENAME_NOREPLACE
+#define RENAME_NOREPLACE (1 << 0)
+#endif
+
 namespace dsh::git_check {
 namespace {
 
+// HEAD as git's validity test reads it: a symlink's target, or the first 255 bytes of a regular
+// file (a FIFO or device planted there is not opened: git would block on it, and it is not valid).
 struct Head {
     bool present = false;
     bool symlink = false;
     std::string content;
 };
-
-// HEAD as git's validity test reads it: a symlink's target, or the first 255 bytes of a regular
-// file (a FIFO or device planted there is not opened: git would block on it, and it is not valid).
 Head read_head(int directory) {
     Head head;
     struct stat st {};
@@ -46,6 +56,25 @@ Head read_head(int directory) {
 
 bool valid(const Head& head) { return head.present && valid_git_head(head.content, head.symlink); }
 
+// A valid HEAD to put back: the one recorded where it was valid (a symlink's as its `ref:` line),
+// else one naming a branch refs/heads holds, else `main` (an unborn branch: still valid).
+std::string head_to_restore(int directory, const Head& head) {
+    if (valid(head)) return head.symlink ? "ref: " + head.content + "\n" : head.content;
+    std::string branch = "main";
+    const int heads = openat(directory, "refs/heads", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (DIR* entries = heads >= 0 ? fdopendir(heads) : nullptr) {
+        while (dirent* entry = readdir(entries))
+            if (entry->d_type == DT_REG) {
+                branch = entry->d_name;
+                break;
+            }
+        closedir(entries);
+    } else if (heads >= 0) {
+        close(heads);
+    }
+    return "ref: refs/heads/" + branch + "\n";
+}
+
 mode_t mode_of(int directory, const char* name) {
     struct stat st {};
     const int flags = name[0] == '\0' ? AT_EMPTY_PATH : AT_SYMLINK_NOFOLLOW;
@@ -53,43 +82,67 @@ mode_t mode_of(int directory, const char* name) {
     return st.st_mode & (S_IFMT | 07777);  // never 0 for a directory, whatever its permission bits
 }
 
-// Sets the permission bits of `name` in `directory` (the directory itself when empty) back, where
-// they changed. The entry is a directory the stage keeps in place (a mount point), reached by the
-// descriptor's magic link for the directory itself: nothing is followed that the command made.
+// Where git could no longer use the directory (its owner's rwx taken away), the mode it had, or
+// that one with them (another call may have left it broken before this one recorded it). The
+// entry is a directory the stage keeps in place (a mount point), reached by the descriptor's
+// magic link for the directory itself: nothing is followed that the command made.
 bool restore_mode(int directory, const char* name, mode_t was) {
     const mode_t now = mode_of(directory, name);
-    if (was == 0 || now == 0 || now == was) return false;
+    if (now == 0 || (now & S_IRWXU) == S_IRWXU) return false;
+    const mode_t wanted = ((was & S_IRWXU) == S_IRWXU ? was : now | S_IRWXU) & 07777;
     if (name[0] == '\0') {
         const std::string self = "/proc/self/fd/" + std::to_string(directory);
-        return chmod(self.c_str(), was & 07777) == 0;
+        return chmod(self.c_str(), wanted) == 0;
     }
-    return fchmodat(directory, name, was & 07777, 0) == 0;
+    return fchmodat(directory, name, wanted, 0) == 0;
 }
 
-// Writes HEAD as it was: a new file (or symlink) made beside it, renamed over whatever is there.
-bool restore_head(const Recorded& recorded) {
-    struct stat st {};
-    if (fstatat(recorded.directory, "HEAD", &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
-        posix::remove_tree_at(recorded.directory, "HEAD");  // rename cannot replace a directory with a file
-    const std::string temporary = "HEAD.dsh-confine-" + std::to_string(getpid());
-    unlinkat(recorded.directory, temporary.c_str(), 0);
-    if (recorded.headSymlink) {
-        if (symlinkat(recorded.head.c_str(), recorded.directory, temporary.c_str()) != 0) return false;
-    } else {
-        const int fd = openat(recorded.directory, temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
-        if (fd < 0) return false;
-        const bool written = write(fd, recorded.head.data(), recorded.head.size()) == static_cast<ssize_t>(recorded.head.size());
-        close(fd);
-        if (!written) {
-            unlinkat(recorded.directory, temporary.c_str(), 0);
-            return false;
-        }
+// A name for a file of ours in the git directory, which the command cannot have guessed.
+std::string random_name(const char* what) {
+    unsigned char bytes[8] = {};
+    if (getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes)) return "";
+    std::string name = std::string(what) + ".dsh-confine-";
+    for (unsigned char byte : bytes) {
+        char hex[3];
+        std::snprintf(hex, sizeof hex, "%02x", byte);
+        name += hex;
     }
-    if (renameat(recorded.directory, temporary.c_str(), recorded.directory, "HEAD") != 0) {
-        unlinkat(recorded.directory, temporary.c_str(), 0);
+    return name;
+}
+
+// `name` moved aside to a random name and removed as far as it can be (a tree deeper than the
+// descriptors allow stays, under that name): true when `name` is gone.
+bool move_aside(int directory, const std::string& name) {
+    const std::string aside = random_name(name.c_str());
+    if (aside.empty() || syscall(SYS_renameat2, directory, name.c_str(), directory, aside.c_str(), RENAME_NOREPLACE) != 0)
         return false;
-    }
+    if (unlinkat(directory, aside.c_str(), 0) != 0) posix::remove_tree_at(directory, aside);
     return true;
+}
+
+// The places git writes through where a planted symlink would send it elsewhere (a `logs` or
+// `worktrees/NAME` link: git's writes and its `worktree prune` go where it points).
+const char* const kLinkPlaces[] = {"", "logs", "worktrees", "modules"};
+
+std::set<std::string> symlinks_at(int directory) {
+    std::set<std::string> out;
+    for (const char* place : kLinkPlaces) {
+        const int fd = place[0] == '\0' ? openat(directory, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+                                        : openat(directory, place, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) continue;
+        DIR* entries = fdopendir(fd);
+        if (!entries) {
+            close(fd);
+            continue;
+        }
+        while (dirent* entry = readdir(entries)) {
+            struct stat st {};
+            if (fstatat(fd, entry->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+                out.insert(place[0] == '\0' ? std::string(entry->d_name) : std::string(place) + "/" + entry->d_name);
+        }
+        closedir(entries);
+    }
+    return out;
 }
 
 }  // namespace
@@ -102,59 +155,77 @@ std::optional<Recorded> record(const std::string& gitdir, std::string& why) {
         why = "the git directory " + gitdir + (errno == ELOOP ? ": a component is a symlink" : ": " + std::string(std::strerror(errno)));
         return std::nullopt;
     }
-    struct stat st {};
-    out.hadCommondir = fstatat(out.directory, "commondir", &st, AT_SYMLINK_NOFOLLOW) == 0;
-    out.common = out.directory;
-    if (out.hadCommondir) {
-        // Kept read-only by the stage: the common directory it names is the one git will use.
-        char buffer[4096] = {};
-        const int fd = openat(out.directory, "commondir", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-        const ssize_t n = fd >= 0 ? read(fd, buffer, sizeof buffer - 1) : -1;
-        if (fd >= 0) close(fd);
-        std::string text = n > 0 ? std::string(buffer, static_cast<std::size_t>(n)) : std::string();
-        while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
-        if (!text.empty()) {
-            const std::string path = text.front() == '/' ? text : gitdir + "/" + text;
-            const int common = posix::open_no_symlinks(posix::resolved_path(path), O_PATH | O_DIRECTORY);
-            if (common >= 0) out.common = common;
-        }
+    out.headText = head_to_restore(out.directory, read_head(out.directory));
+    out.head = openat(out.directory, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
+    if (out.head >= 0 && write(out.head, out.headText.data(), out.headText.size()) != static_cast<ssize_t>(out.headText.size())) {
+        close(out.head);
+        out.head = -1;
     }
-    const Head head = read_head(out.directory);
-    out.head = head.content;
-    out.headSymlink = head.symlink;
-    out.headValid = valid(head);
     out.directoryMode = mode_of(out.directory, "");
-    out.objectsMode = mode_of(out.common, "objects");
-    out.refsMode = mode_of(out.common, "refs");
+    out.objectsMode = mode_of(out.directory, "objects");
+    out.refsMode = mode_of(out.directory, "refs");
+    out.links = symlinks_at(out.directory);
     return out;
 }
 
-std::vector<std::string> restore(const Recorded& recorded) {
-    std::vector<std::string> said;
-    const std::string where = recorded.path;
+Restored restore(const Recorded& recorded) {
+    Restored out;
+    const std::string& where = recorded.path;
+    const auto failed = [&](const std::string& what) {
+        out.failures.push_back("could not " + what + ": " + std::strerror(errno) +
+                               "; a git run in the workspace may take another directory for this repository");
+    };
     if (restore_mode(recorded.directory, "", recorded.directoryMode))
-        said.push_back("restored the mode of " + where + ", which the command changed");
-    if (restore_mode(recorded.common, "objects", recorded.objectsMode))
-        said.push_back("restored the mode of " + where + "'s objects/, which the command changed");
-    if (restore_mode(recorded.common, "refs", recorded.refsMode))
-        said.push_back("restored the mode of " + where + "'s refs/, which the command changed");
+        out.repairs.push_back("restored the mode of " + where + ", which the command had made unusable to git");
+    if (restore_mode(recorded.directory, "objects", recorded.objectsMode))
+        out.repairs.push_back("restored the mode of " + where + "/objects, which the command had made unusable to git");
+    if (restore_mode(recorded.directory, "refs", recorded.refsMode))
+        out.repairs.push_back("restored the mode of " + where + "/refs, which the command had made unusable to git");
     struct stat st {};
-    if (!recorded.hadCommondir && fstatat(recorded.directory, "commondir", &st, AT_SYMLINK_NOFOLLOW) == 0) {
-        const bool removed = S_ISDIR(st.st_mode) ? posix::remove_tree_at(recorded.directory, "commondir")
-                                                 : unlinkat(recorded.directory, "commondir", 0) == 0;
-        said.push_back(removed ? "removed " + where + "/commondir, which the command planted (it would send git to another "
-                                                      "directory's config and hooks)"
-                               : "could not remove " + where + "/commondir, which the command planted: " + std::strerror(errno) +
-                                     "; remove it before you run git there");
+    if (fstatat(recorded.directory, "commondir", &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        if (move_aside(recorded.directory, "commondir"))
+            out.repairs.push_back("removed " + where + "/commondir, which the command planted (it sends git to another "
+                                                       "directory's config and hooks)");
+        else
+            failed("remove " + where + "/commondir, which the command planted");
     }
-    if (recorded.headValid && !valid(read_head(recorded.directory))) {
-        said.push_back(restore_head(recorded)
-                           ? "restored " + where + "/HEAD, which the command left invalid (git would have taken the "
-                                                   "directory above it for a bare repository)"
-                           : "could not restore " + where + "/HEAD, which the command left invalid: " + std::strerror(errno) +
-                                 "; git run in the workspace may take the directory above it for a bare repository");
+    for (const auto& link : symlinks_at(recorded.directory))
+        if (recorded.links.count(link) == 0) {
+            if (unlinkat(recorded.directory, link.c_str(), 0) == 0)
+                out.repairs.push_back("removed the symlink " + where + "/" + link + ", which the command planted");
+            else
+                failed("remove the symlink " + where + "/" + link + ", which the command planted");
+        }
+    if (!valid(read_head(recorded.directory))) {
+        const std::string name = random_name("HEAD");
+        bool linked = false;
+        if (recorded.head >= 0 && !name.empty()) {
+            const std::string self = "/proc/self/fd/" + std::to_string(recorded.head);
+            linked = linkat(AT_FDCWD, self.c_str(), recorded.directory, name.c_str(), AT_SYMLINK_FOLLOW) == 0;
+        }
+        if (!linked && !name.empty()) {  // no unnamed file here: one made now
+            const int fd = openat(recorded.directory, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+            linked = fd >= 0 && write(fd, recorded.headText.data(), recorded.headText.size()) ==
+                                    static_cast<ssize_t>(recorded.headText.size());
+            if (fd >= 0) close(fd);
+            if (!linked) unlinkat(recorded.directory, name.c_str(), 0);
+        }
+        const bool present = fstatat(recorded.directory, "HEAD", &st, AT_SYMLINK_NOFOLLOW) == 0;
+        bool placed = false;
+        if (linked && present) {
+            // Swapped with whatever HEAD is now, which then goes as far as it can.
+            placed = syscall(SYS_renameat2, recorded.directory, name.c_str(), recorded.directory, "HEAD", RENAME_EXCHANGE) == 0;
+            if (placed && unlinkat(recorded.directory, name.c_str(), 0) != 0) posix::remove_tree_at(recorded.directory, name);
+        } else if (linked) {
+            placed = renameat(recorded.directory, name.c_str(), recorded.directory, "HEAD") == 0;
+        }
+        if (placed)
+            out.repairs.push_back("restored " + where + "/HEAD, which the command left invalid (git would have taken the "
+                                                        "directory above it for a bare repository)");
+        else
+            failed("restore " + where + "/HEAD, which the command left invalid");
     }
-    return said;
+    return out;
 }
 
 }  // namespace dsh::git_check

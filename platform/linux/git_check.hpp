@@ -1,21 +1,30 @@
 // The end-of-call check of a git directory (lib/git_protection.hpp says why it exists): git
 // takes the directory above an invalid `.git` for a bare repository, and a command that may write
 // the workspace can make `.git` invalid (a HEAD removed or rewritten, objects/ or refs/ or the git
-// directory itself made unreadable) and plant a bare repository's files beside it; it can also
-// plant a `commondir` that sends git to a config it wrote. So what made the git directory valid,
-// and the absence of a `commondir` it did not have, are recorded before the command starts and
-// restored once its whole tree has ended.
+// directory itself made unusable) and plant a bare repository's files beside it; it can also
+// plant a `commondir` that sends git to a config it wrote, or symlinks that send git's writes
+// elsewhere. So what git needs to find the git directory valid is made ready before the command
+// starts and put back once its whole tree has ended.
 //
-// Everything is done relative to descriptors of the git directory (and its common directory)
-// opened without following a symlink before the command ran; the stage keeps both in place
-// meanwhile (every directory on the way to the git directory's protected paths is a mount point),
-// so they are the directories the plan named. Names inside them are never followed: HEAD is
-// replaced by renaming a file made there (O_EXCL, O_NOFOLLOW) over it, a planted `commondir` is
-// unlinked (a tree of it removed without following symlinks), modes are set on the entries the
-// stage keeps in place.
+// Restored to valid, not to what was there: another call on the same workspace may have left
+// the repository broken when this one started, so HEAD is written back as it was where it was
+// valid, else pointing at an existing branch (or `main`); a mode is set back only where git could
+// no longer use the directory. A `commondir` is never legitimate in the directories checked here
+// (linked worktrees' own git directories are not checked: their `commondir` is kept read-only and
+// an invalid one makes git stop, not look elsewhere), so any is removed.
+//
+// Nothing the repair needs can be taken from it by the command meanwhile: the new HEAD is an
+// unnamed file (O_TMPFILE) written before the command starts, so a full disk or a planted name
+// cannot stop it; at the end it gets a random name and is exchanged with whatever HEAD is then
+// (renameat2 RENAME_EXCHANGE: a file, a symlink, a FIFO or a directory of any depth alike), and
+// what was there is removed as far as it can be. Everything is done relative to descriptors of
+// the git directory (and its common directory) opened without following a symlink before the
+// command ran; the stage keeps both in place meanwhile (every directory on the way to the git
+// directory's protected paths is a mount point), so they are the directories the plan named.
 #pragma once
 
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -24,24 +33,27 @@
 namespace dsh::git_check {
 
 struct Recorded {
-    std::string path;       // the git directory, for messages
-    int directory = -1;     // the git directory (O_PATH)
-    int common = -1;        // its common directory (O_PATH; the same directory when it has none)
-    std::string head;       // HEAD's content, or its symlink's target
-    bool headSymlink = false;
-    bool headValid = false;
-    mode_t directoryMode = 0;  // type and permission bits of the git directory, objects/ and refs/ (0: missing)
+    std::string path;           // the git directory, for messages
+    int directory = -1;         // the git directory (O_PATH)
+    int head = -1;              // an unnamed file in it holding a valid HEAD (-1: O_TMPFILE unsupported)
+    std::string headText;       // what that file holds
+    mode_t directoryMode = 0;   // type and permission bits of the git directory, objects/ and refs/ (0: missing)
     mode_t objectsMode = 0;
     mode_t refsMode = 0;
-    bool hadCommondir = false;
+    std::set<std::string> links;  // symlinks where git writes (its top, logs/, worktrees/, modules/), before
 };
 
 // Records `gitdir` (absolute, reached without symlinks): nullopt with `why` when it cannot be
 // opened. The descriptors are close-on-exec and stay open until the process ends.
 std::optional<Recorded> record(const std::string& gitdir, std::string& why);
 
-// Restores what the command changed since record(): an invalid HEAD (when it was valid), the
-// modes, a `commondir` it planted. Returns one line per repair, for the caller's stderr.
-std::vector<std::string> restore(const Recorded& recorded);
+struct Restored {
+    std::vector<std::string> repairs;   // one line per repair made
+    std::vector<std::string> failures;  // one line per repair that could not be made
+};
+
+// Puts back what git needs to take the directory as valid (see above), and removes a planted
+// `commondir` and planted symlinks.
+Restored restore(const Recorded& recorded);
 
 }  // namespace dsh::git_check

@@ -23,6 +23,7 @@
 #include "../posix/safe_path.hpp"
 #include "../posix/state_store.hpp"
 #include "../../lib/error.hpp"
+#include "../../lib/git_protection.hpp"
 #include "../../lib/policy.hpp"
 #include "host.hpp"
 #include "landlock_abi.hpp"
@@ -359,7 +360,7 @@ Expected<ConfinedArgv> LandlockBackend::confine(const std::vector<std::string>& 
     out.unreadablePaths = policy.unreadablePaths;
     out.network = policy.network;
     out.allowHosts = policy.allowHosts;
-    out.git = policy.git;
+    out.git = git_plan_unenforced(policy.git);
     return out;
 }
 

@@ -2,7 +2,10 @@
 // ioctl(TIOCSTI) and ioctl(TIOCLINUX), so a confined command cannot push keystrokes into the
 // caller's terminal (they would run outside any sandbox) while it keeps that terminal as its
 // controlling one (job control works); and every syscall of another architecture (32-bit entry
-// points, x32), which could reach ioctl or socketcall by other numbers, with ENOSYS.
+// points, x32), which could reach ioctl or socketcall by other numbers, with ENOSYS; and
+// prlimit64() on any process but the caller itself (EPERM), which a process of the same user could
+// otherwise use to starve a process outside the sandbox (its resource limits are not governed by
+// signals' scope): the command's own limits stay its own to set.
 //
 // Under Landlock it also refuses the ioctls that change a file's metadata where Landlock has no
 // hook (it governs ioctls on device files only): inode flags (chattr: append-only, no-dump,

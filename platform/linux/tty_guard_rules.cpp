@@ -107,6 +107,11 @@ std::vector<Refusal> refusals(const GuardOptions& options) {
     };
     if (options.metadataIoctls)
         for (std::uint32_t request : kMetadataIoctls) out.push_back({"ioctl", EPERM, {low_word_is(1, request)}});
+    // Another process's resource limits: a process of the same user may set them (no LSM hook
+    // says no), which would let the command starve what runs beside it outside its domain (the
+    // stage holding a call open for its end-of-call checks: RLIMIT_FSIZE 0 kills it mid-write).
+    // Its own (pid 0: setrlimit, ulimit) stay the command's to set.
+    out.push_back({"prlimit64", EPERM, {is_not(0, 0)}});
     add_socket_rules(options.sockets, out);
     return out;
 }

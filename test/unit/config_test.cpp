@@ -163,7 +163,7 @@ TEST(ParseConfig, UnknownTopLevelKeyIsAnError) {
     const Error e = config_error("# a comment\n\nfrobnicate = 1\n[sandbox]\n");
     EXPECT_TRUE(starts_with(e.what(), "cfg.toml:3:1: ")) << e.what();
     EXPECT_TRUE(contains(e.what(), "unknown key 'frobnicate' in the top level")) << e.what();
-    EXPECT_TRUE(contains(e.what(), "known keys: sandbox, provider, backend")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "known keys: sandbox, network, provider, backend")) << e.what();
 }
 
 TEST(ParseConfig, UnknownSandboxKeyNamesPositionAndSuggestion) {
@@ -292,7 +292,7 @@ TEST(ParseConfig, AProtectedPathMustStayInsideEachRoot) {
 TEST(ParseConfig, TheNetworkIsAllowOrDeny) {
     const Error e = config_error("[sandbox]\nnetwork = \"off\"\n");
     EXPECT_TRUE(starts_with(e.what(), "cfg.toml:2:11: ")) << e.what();
-    EXPECT_TRUE(contains(e.what(), "network 'off' must be allow or deny")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "network 'off' must be allow, deny or hosts")) << e.what();
     EXPECT_TRUE(contains(config_error("[sandbox]\nnetwork = false\n").what(), "must be a string")) ;
     EXPECT_TRUE(contains(config_error("[sandbox]\nallow_broad_roots = \"yes\"\n").what(), "must be a boolean"));
     EXPECT_TRUE(contains(config_error("[sandbox]\nwritable_roots = \"/srv\"\n").what(), "must be an array of strings"));

@@ -464,8 +464,10 @@ TEST_F(ProtectedPathsFound, ARootsRepositoryItsNamingPathsReadOnlyItsLayoutKeptA
     EXPECT_EQ(plan.readOnly, (std::vector<std::string>{git + "/config", git + "/hooks"}));
     EXPECT_EQ(plan.keptInPlace, (std::vector<std::string>{git + "/objects", git + "/refs"}));
     EXPECT_EQ(plan.checkedAtEnd, std::vector<std::string>{git});
-    EXPECT_TRUE(plan.madeDirectories.empty());
+    // .git/remotes, the older place a remote is named in, made empty where missing.
+    EXPECT_EQ(plan.madeDirectories, std::vector<std::string>{git + "/remotes"});
     EXPECT_FALSE(plan.notes.empty());
+    EXPECT_FALSE(plan.bounded);
 }
 
 TEST_F(ProtectedPathsFound, AMissingHooksDirectoryIsMadeAndAWorktreeConfigGitWouldReadToo) {
@@ -473,7 +475,7 @@ TEST_F(ProtectedPathsFound, AMissingHooksDirectoryIsMadeAndAWorktreeConfigGitWou
     const std::string git = repository("ws/.git", false);
     tmp.file("ws/.git/config", "[core]\n\tbare = false\n[Extensions]\n\tworktreeConfig = yes\n");
     const GitPlan plan = plan_git_protection({ws}, GitMode::Protect, {});
-    EXPECT_EQ(plan.madeDirectories, std::vector<std::string>{git + "/hooks"});
+    EXPECT_EQ(plan.madeDirectories, (std::vector<std::string>{git + "/hooks", git + "/remotes"}));
     EXPECT_EQ(plan.madeFiles, std::vector<std::string>{git + "/config.worktree"});
     tmp.file("ws/.git/config", "[core]\n\tworktreeConfig = true\n");  // not in [extensions]: git ignores it
     EXPECT_TRUE(plan_git_protection({ws}, GitMode::Protect, {}).madeFiles.empty());
@@ -531,7 +533,9 @@ TEST_F(ProtectedPathsFound, AGitFileBringsItsGitDirCommonDirAndItself) {
     EXPECT_EQ(inside.readOnly, (std::vector<std::string>{common + "/config", common + "/hooks", common + "/worktrees/wt/commondir",
                                                          common + "/worktrees/wt/gitdir", ws + "/.git"}));
     EXPECT_EQ(inside.keptInPlace, (std::vector<std::string>{common + "/objects", common + "/refs"}));
-    EXPECT_EQ(inside.checkedAtEnd, std::vector<std::string>{common + "/worktrees/wt"});
+    // The repository's git directory is checked; the worktree's own is not (git stops at an
+    // invalid one reached through a .git file, and its commondir is kept read-only).
+    EXPECT_EQ(inside.checkedAtEnd, std::vector<std::string>{common});
 }
 
 TEST_F(ProtectedPathsFound, ARelativeGitDirIsTakenFromTheFilesDirectory) {
@@ -556,6 +560,71 @@ TEST_F(ProtectedPathsFound, SubmodulesTheirGitFilesAndTheirGitDirectories) {
     EXPECT_EQ(plan.readOnly, (std::vector<std::string>{git + "/config", git + "/hooks", module + "/config", module + "/hooks",
                                                        ws + "/vendor/lib/.git"}));
     EXPECT_EQ(plan.checkedAtEnd, (std::vector<std::string>{git, module}));
+}
+
+// .gitmodules read as git reads it: quotes, comments and continuation lines change nothing.
+TEST_F(ProtectedPathsFound, GitmodulesIsReadAsGitReadsIt) {
+    const std::string ws = tmp.dir("ws");
+    repository("ws/.git");
+    for (const char* name : {"a", "b", "c", "d"}) {
+        tmp.dir(std::string("ws/") + name);
+        tmp.file(std::string("ws/") + name + "/.git", std::string("gitdir: ../.git/modules/") + name + "\n");
+    }
+    tmp.file("ws/.gitmodules", "[submodule \"a\"]\n\tpath = a ; a comment\n[submodule \"b\"]\n\tpath = \"b\"\n"
+                               "[submodule \"c\"]\n\tpath = \\\n c\n[SubModule \"d\"] PATH=d # trailing\n");
+    const GitPlan plan = plan_git_protection({ws}, GitMode::Protect, {});
+    for (const char* name : {"a", "b", "c", "d"})
+        EXPECT_NE(std::find(plan.readOnly.begin(), plan.readOnly.end(), ws + "/" + name + "/.git"), plan.readOnly.end()) << name;
+}
+
+// A commondir in a git directory that is not a linked worktree's is a plant: not followed, and
+// the directory is checked (the stage removes it when the call ends).
+TEST_F(ProtectedPathsFound, APlantedCommondirIsNotFollowed) {
+    const std::string ws = tmp.dir("ws");
+    const std::string git = repository("ws/.git");
+    const std::string evil = repository("ws/evil");
+    tmp.file("ws/.git/commondir", evil + "\n");
+    const GitPlan plan = plan_git_protection({ws}, GitMode::Protect, {});
+    EXPECT_EQ(plan.readOnly, (std::vector<std::string>{git + "/config", git + "/hooks"}));
+    EXPECT_EQ(plan.checkedAtEnd, std::vector<std::string>{git});
+}
+
+// A writable root that is itself a git directory (a bare repository, or a .git given as a root).
+TEST_F(ProtectedPathsFound, ARootThatIsAGitDirectoryIsOne) {
+    const std::string bare = repository("srv/x.git");
+    const GitPlan plan = plan_git_protection({bare}, GitMode::Protect, {});
+    EXPECT_EQ(plan.repositories, std::vector<std::string>{bare});
+    EXPECT_EQ(plan.readOnly, (std::vector<std::string>{bare + "/config", bare + "/hooks"}));
+    EXPECT_EQ(plan.checkedAtEnd, std::vector<std::string>{bare});
+}
+
+// What the config points into the worktree (a hooks directory, an included file) is kept.
+TEST_F(ProtectedPathsFound, HooksPathAndIncludesIntoTheWorktreeAreKept) {
+    const std::string ws = tmp.dir("ws");
+    const std::string git = repository("ws/.git");
+    tmp.dir("ws/.husky");
+    tmp.file("ws/project.gitconfig", "");
+    tmp.file("ws/.git/config", "[core]\n\thooksPath = .husky\n[include]\n\tpath = ../project.gitconfig\n"
+                               "[includeIf \"gitdir:~/x\"]\n\tpath = /elsewhere/x\n");
+    const GitPlan plan = plan_git_protection({ws}, GitMode::Protect, {});
+    EXPECT_NE(std::find(plan.readOnly.begin(), plan.readOnly.end(), ws + "/.husky"), plan.readOnly.end());
+    EXPECT_NE(std::find(plan.readOnly.begin(), plan.readOnly.end(), ws + "/project.gitconfig"), plan.readOnly.end());
+}
+
+// Module directories are git directories only when git would take them for one, and a layout
+// with more than one plan looks at is named, not silently cut.
+TEST_F(ProtectedPathsFound, FakeModulesAreNotRepositoriesAndTheBoundIsSaid) {
+    const std::string ws = tmp.dir("ws");
+    repository("ws/.git");
+    for (int i = 0; i < 50; ++i) tmp.file("ws/.git/modules/f" + std::to_string(i) + "/HEAD", "ref: refs/heads/x\n");
+    const GitPlan plan = plan_git_protection({ws}, GitMode::Protect, {});
+    EXPECT_EQ(plan.repositories.size(), 1U);
+    EXPECT_FALSE(plan.bounded);
+    for (int i = 0; i < 1100; ++i) repository("ws/.git/modules/m" + std::to_string(i), false);
+    const GitPlan many = plan_git_protection({ws}, GitMode::Protect, {});
+    EXPECT_TRUE(many.bounded);
+    EXPECT_TRUE(std::any_of(many.notes.begin(), many.notes.end(),
+                            [](const std::string& note) { return note.find("exceed what one plan looks at") != std::string::npos; }));
 }
 
 TEST(HostGit, TakesImplicitBareRepositoriesUnlessExplicitFrom238) {
@@ -595,7 +664,7 @@ TEST_F(Confine, ProtectedPathsAreLookedForInWorkspaceWriteOnly) {
     r.policy.workspaceRoot = ws;
     confine_call(r, config, host());
     ASSERT_TRUE(backend->lastPolicy.has_value());
-    EXPECT_EQ(backend->lastPolicy->protectedPaths, std::vector<std::string>{ws + "/.git/hooks"});
+    EXPECT_EQ(backend->lastPolicy->protectedPaths, (std::vector<std::string>{ws + "/.git/hooks", ws + "/.git/remotes"}));
     r.policy.mode = SandboxMode::ReadOnly;
     confine_call(r, config, host());
     EXPECT_TRUE(backend->lastPolicy->protectedPaths.empty());
