@@ -202,37 +202,40 @@ std::string_view to_string(LimitScope scope) {
     return "none";
 }
 
-std::vector<LimitEnforcement> decide_limits(const RunLimits& limits, const CgroupOffer& offer, bool rlimits) {
+std::vector<LimitEnforcement> decide_limits(const RunLimits& limits, const CgroupOffer& offer, RlimitSupport rlimits) {
     std::vector<LimitEnforcement> out;
-    const std::string no_cgroup = offer.noCgroup.empty() ? "no cgroup of the call's own" : offer.noCgroup;
-    const auto add = [&](LimitName name, std::optional<LimitMechanism> cgroup, const char* rlimit_note, const char* counted) {
+    // `rlimit_note`: the rlimit that stands in where no cgroup counts the limit, when the system
+    // enforces one (null: there is none).
+    const auto add = [&](LimitName name, const CgroupOffer::Answer& cgroup, const char* rlimit_note, const char* counted) {
         const auto value = limits.value(name);
         if (!value) return;
         LimitEnforcement e{name, *value, LimitMechanism::None, LimitScope::None, ""};
-        if (cgroup) {
-            e.mechanism = *cgroup;
+        const std::string no_cgroup = cgroup.whyNot.empty() ? "no cgroup of the call's own" : cgroup.whyNot;
+        if (cgroup.mechanism) {
+            e.mechanism = *cgroup.mechanism;
             e.scope = LimitScope::Tree;
             e.note = counted;
-        } else if (rlimit_note != nullptr && rlimits) {
+        } else if (rlimit_note != nullptr) {
             e.mechanism = LimitMechanism::Rlimit;
             e.scope = name == LimitName::Fsize ? LimitScope::File : LimitScope::Process;
             e.note = rlimit_note;
             if (name != LimitName::Fsize) e.note += " (" + no_cgroup + ")";
+        } else if (name == LimitName::Pids) {
+            e.note = no_cgroup + "; RLIMIT_NPROC would count every process of the user, not the call's";
         } else {
-            e.note = !rlimits ? "this system has no rlimits and no cgroup of the call's own"
-                     : name == LimitName::Pids
-                         ? no_cgroup + "; RLIMIT_NPROC would count every process of the user, not the call's"
-                         : no_cgroup;
+            e.note = no_cgroup + ", and this system enforces no rlimit for it";
         }
         out.push_back(std::move(e));
     };
-    add(LimitName::Memory, offer.memory, "RLIMIT_AS: the address space of each process, not the memory of the tree",
+    add(LimitName::Memory, offer.memory,
+        rlimits.addressSpace ? "RLIMIT_AS: the address space of each process, not the memory of the tree" : nullptr,
         "the memory of the whole tree, in the call's cgroup; an OOM kill there ends the process that used most");
     add(LimitName::Pids, offer.pids, nullptr, "the processes and threads of the whole tree at once, in the call's cgroup");
-    add(LimitName::Cpu, offer.cpu, "RLIMIT_CPU: the CPU time of each process (SIGXCPU at the limit, SIGKILL a second later)",
+    add(LimitName::Cpu, offer.cpu,
+        rlimits.cpu ? "RLIMIT_CPU: the CPU time of each process (SIGXCPU at the limit, SIGKILL a second later)" : nullptr,
         "the CPU time of the whole tree, from the call's cgroup's accounting, which run watches and ends the tree at");
-    add(LimitName::Fsize, std::nullopt, "RLIMIT_FSIZE: no process of the tree writes a file past this size (EFBIG, SIGXFSZ)",
-        "");
+    add(LimitName::Fsize, CgroupOffer::Answer{std::nullopt, "no cgroup limits the size of a file"},
+        rlimits.fileSize ? "RLIMIT_FSIZE: no process of the tree writes a file past this size (EFBIG, SIGXFSZ)" : nullptr, "");
     return out;
 }
 

@@ -81,19 +81,27 @@ struct LimitEnforcement {
 };
 
 // What the host offers a call: for each of memory, pids and CPU time, the cgroup version that
-// counts it for the call's tree (nullopt: none could be made, with `noCgroup` saying why), and
-// whether per-process rlimits exist (POSIX systems).
+// counts it for the call's tree, or why none could be made.
 struct CgroupOffer {
-    std::optional<LimitMechanism> memory, pids, cpu;
-    std::string noCgroup;  // why a limit got no cgroup (empty when every asked one has one)
+    struct Answer {
+        std::optional<LimitMechanism> mechanism;  // CgroupV2 or CgroupV1
+        std::string whyNot;                       // when there is none (empty: none was asked for)
+    };
+    Answer memory, pids, cpu;
+};
+
+// The rlimits a system enforces: Linux all three, macOS CPU time and file size (it does not
+// enforce an address-space limit), Windows none.
+struct RlimitSupport {
+    bool addressSpace = false, cpu = false, fileSize = false;
 };
 
 // Each asked limit and its mechanism, in limit_names() order. Best first: memory and pids from
 // the cgroup; CPU time from the cgroup's accounting, which `run` watches, else RLIMIT_CPU on each
 // process; memory without a cgroup as RLIMIT_AS, the address space of each process; pids has no
 // safe rlimit (RLIMIT_NPROC counts all of the user's processes) and goes unenforced; fsize is
-// RLIMIT_FSIZE, which bounds each file written, wherever there are rlimits.
-std::vector<LimitEnforcement> decide_limits(const RunLimits& limits, const CgroupOffer& offer, bool rlimits);
+// RLIMIT_FSIZE, which bounds each file written, wherever there are rlimits (POSIX systems).
+std::vector<LimitEnforcement> decide_limits(const RunLimits& limits, const CgroupOffer& offer, RlimitSupport rlimits);
 
 // The enforcement gap of each limit nothing enforces ("limit pids=64: not enforced: ..."): what
 // the report's enforcementGaps and --require-full take it as. Weaker enforcement (an rlimit per
