@@ -81,8 +81,9 @@ std::optional<std::string> read_at(int dir, const char* name) {
     return text;
 }
 
+// As `echo VALUE > FILE` writes it (O_TRUNC changes nothing on cgroupfs).
 bool write_at(int dir, const char* name, const std::string& value) {
-    const int fd = openat(dir, name, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+    const int fd = openat(dir, name, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0) return false;
     const bool done = write(fd, value.data(), value.size()) == static_cast<ssize_t>(value.size());
     const int error = errno;

@@ -150,6 +150,8 @@ TEST(RunConfig, ErrorsCarryFileLineAndColumn) {
     EXPECT_TRUE(contains(config_error("[run]\nlimits = 3\n"), "[run] limits must be a table, not an integer"));
 }
 
+constexpr RlimitSupport kLinux{true, true, true};
+
 RunLimits every_limit() {
     RunLimits limits;
     limits.memory = 1U << 30;
@@ -161,10 +163,10 @@ RunLimits every_limit() {
 
 TEST(DecideLimits, ACgroupCountsMemoryPidsAndCpuForTheTree) {
     CgroupOffer offer;
-    offer.memory = LimitMechanism::CgroupV1;
-    offer.pids = LimitMechanism::CgroupV1;
-    offer.cpu = LimitMechanism::CgroupV2;
-    const auto decided = decide_limits(every_limit(), offer, true);
+    offer.memory.mechanism = LimitMechanism::CgroupV1;
+    offer.pids.mechanism = LimitMechanism::CgroupV1;
+    offer.cpu.mechanism = LimitMechanism::CgroupV2;
+    const auto decided = decide_limits(every_limit(), offer, kLinux);
     ASSERT_EQ(decided.size(), 4U);
     EXPECT_EQ(decided[0].name, LimitName::Memory);
     EXPECT_EQ(decided[0].mechanism, LimitMechanism::CgroupV1);
@@ -179,13 +181,14 @@ TEST(DecideLimits, ACgroupCountsMemoryPidsAndCpuForTheTree) {
 
 TEST(DecideLimits, WithoutACgroupRlimitsBoundEachProcessAndPidsIsAGap) {
     CgroupOffer offer;
-    offer.noCgroup = "/sys/fs/cgroup/pids is not writable";
-    const auto decided = decide_limits(every_limit(), offer, true);
+    offer.memory.whyNot = "/sys/fs/cgroup/memory is not writable";
+    offer.pids.whyNot = "/sys/fs/cgroup/pids is not writable";
+    const auto decided = decide_limits(every_limit(), offer, kLinux);
     ASSERT_EQ(decided.size(), 4U);
     EXPECT_EQ(decided[0].mechanism, LimitMechanism::Rlimit);
     EXPECT_EQ(decided[0].scope, LimitScope::Process);
     EXPECT_TRUE(contains(decided[0].note, "RLIMIT_AS")) << decided[0].note;
-    EXPECT_TRUE(contains(decided[0].note, "/sys/fs/cgroup/pids is not writable")) << decided[0].note;
+    EXPECT_TRUE(contains(decided[0].note, "/sys/fs/cgroup/memory is not writable")) << decided[0].note;
     EXPECT_EQ(decided[1].mechanism, LimitMechanism::None);
     EXPECT_EQ(decided[2].mechanism, LimitMechanism::Rlimit);
     EXPECT_TRUE(contains(decided[2].note, "RLIMIT_CPU")) << decided[2].note;
@@ -197,10 +200,15 @@ TEST(DecideLimits, WithoutACgroupRlimitsBoundEachProcessAndPidsIsAGap) {
 }
 
 TEST(DecideLimits, WithoutRlimitsEveryLimitWithoutACgroupIsAGap) {
-    const auto decided = decide_limits(every_limit(), CgroupOffer{}, false);
+    const auto decided = decide_limits(every_limit(), CgroupOffer{}, RlimitSupport{});
     EXPECT_EQ(limit_gaps(decided).size(), 4U);
     RunLimits none;
-    EXPECT_TRUE(decide_limits(none, CgroupOffer{}, true).empty());
+    EXPECT_TRUE(decide_limits(none, CgroupOffer{}, kLinux).empty());
+    // macOS: CPU time and file size by rlimits, memory a gap.
+    const auto mac = decide_limits(every_limit(), CgroupOffer{}, RlimitSupport{false, true, true});
+    EXPECT_EQ(mac[0].mechanism, LimitMechanism::None);
+    EXPECT_EQ(mac[2].mechanism, LimitMechanism::Rlimit);
+    EXPECT_EQ(limit_gaps(mac).size(), 2U);
 }
 
 }  // namespace
