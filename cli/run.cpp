@@ -8,12 +8,12 @@
 // a file outside, which dsh-confine would then overwrite. The path is opened without following
 // any symlink, and the report is written later through that descriptor, whatever the command
 // does to the name meanwhile. Every outcome gets a report, dsh-confine's own failures included.
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
-#include <algorithm>
-#include <chrono>
 #include <filesystem>
 #include <memory>
 #include <thread>
@@ -237,9 +237,11 @@ int supervise_and_report(const Planned& planned, const std::vector<std::string>&
             enforcement = SandboxEnforcement::Partial;
         }
     }
+    // A CPU-time limit a cgroup counts for the tree is enforced here, by watching the count.
     std::optional<std::uint64_t> cpu_limit_ns;
-    for (const auto& e : limits ? limits->enforcement : std::vector<LimitEnforcement>{})
-        if (e.name == LimitName::Cpu && e.scope == LimitScope::Tree) cpu_limit_ns = e.value * 1000000;
+    if (limits)
+        for (const auto& e : limits->enforcement)
+            if (e.name == LimitName::Cpu && e.scope == LimitScope::Tree) cpu_limit_ns = e.value * 1000000;
 
     std::vector<std::string> spawn_argv = planned.plan.argv;
     platform::StartProofPlan proof;
@@ -308,6 +310,8 @@ int supervise_and_report(const Planned& planned, const std::vector<std::string>&
     // never got there, the run is a runner failure whatever stderr says. Without a proof
     // (none offered, or the runner was killed), the rules decide.
     const bool runner_reached_command = outcome.started && (*outcome.started || command_missing);
+    // What the report says of the start: the proof, and false when the command was missing.
+    const std::optional<bool> started = outcome.started ? std::optional<bool>(*outcome.started && !command_missing) : std::nullopt;
     Classification verdict = classifier.finish(status, !runner_reached_command);
     if (outcome.started && !runner_reached_command && verdict.verdict != Verdict::RunnerFailure) {
         verdict = Classification{Verdict::RunnerFailure, status, std::nullopt, std::nullopt, std::nullopt, std::nullopt};
@@ -322,9 +326,10 @@ int supervise_and_report(const Planned& planned, const std::vector<std::string>&
     std::optional<LimitName> limit;
     if (outcome.ended == posix::TreeEnd::Watch) limit = LimitName::Cpu;
     else if (outcome.ended == posix::TreeEnd::ByItself && status != 0 && limits) limit = limits->reached();
-    const bool bounded = outcome.ended == posix::TreeEnd::Timeout || limit;
-    if (bounded) verdict = Classification{limit ? Verdict::Limit : Verdict::Timeout, outcome.ended == posix::TreeEnd::Timeout ? 124 : status,
-                                          bound_line(bounds, limit), std::nullopt, std::nullopt, std::nullopt};
+    const bool timed_out = outcome.ended == posix::TreeEnd::Timeout;
+    if (timed_out || limit)
+        verdict = Classification{limit ? Verdict::Limit : Verdict::Timeout, timed_out ? 124 : status, bound_line(bounds, limit),
+                                 std::nullopt, std::nullopt, std::nullopt};
 
     if (sink.wanted()) {
         ojson report;
@@ -336,16 +341,14 @@ int supervise_and_report(const Planned& planned, const std::vector<std::string>&
         report["verdict"] = ojson::parse(render_json(verdict));
         report["exitCode"] = signal ? ojson(nullptr) : ojson(exit_code);
         report["signal"] = signal ? ojson(signal) : ojson(nullptr);
-        report["started"] = outcome.started ? ojson(*outcome.started && !command_missing) : ojson(nullptr);
+        report["started"] = started ? ojson(*started) : ojson(nullptr);
         report["durationMs"] = outcome.durationMs;
-        report["outcome"] = outcome_name(outcome.ended, limit, report["started"].is_null() ? std::nullopt
-                                                                                             : std::optional<bool>(report["started"].get<bool>()),
-                                         signal);
+        report["outcome"] = outcome_name(outcome.ended, limit, started, signal);
         report["limit"] = limit ? ojson(std::string(to_string(*limit))) : ojson(nullptr);
         add_bounds(report, bounds, limits ? limits->enforcement : std::vector<LimitEnforcement>{}, cpu_limit_ns.has_value());
         sink.write(report);
     }
-    if (outcome.ended == posix::TreeEnd::Timeout) return 124;
+    if (timed_out) return 124;
     if (verdict.verdict == Verdict::RunnerFailure) {
         std::fprintf(stderr, "dsh-confine: error: RUNNER_FAILURE: the sandbox runner failed before the command ran: %s\n",
                      verdict.line.value_or("").c_str());

@@ -8,7 +8,8 @@
 namespace dsh {
 namespace {
 
-constexpr std::uint64_t kMaxDurationMs = std::uint64_t{366} * 24 * 3600 * 1000;
+constexpr std::uint64_t kSecondMs = 1000, kMinuteMs = 60 * kSecondMs, kHourMs = 60 * kMinuteMs;
+constexpr std::uint64_t kMaxDurationMs = 8784 * kHourMs;  // 366 days
 
 // The whole number `digits` (decimal digits only, at least one), or nullopt on anything else or
 // on overflow.
@@ -82,10 +83,10 @@ Expected<Milliseconds> parse_duration(std::string_view text) {
     const auto [digits, unit] = split_number(text);
     const auto number = whole(digits);
     std::uint64_t scale = 0;
-    if (unit.empty() || unit == "s") scale = 1000;
+    if (unit.empty() || unit == "s") scale = kSecondMs;
     else if (unit == "ms") scale = 1;
-    else if (unit == "m") scale = 60 * 1000;
-    else if (unit == "h") scale = 3600 * 1000;
+    else if (unit == "m") scale = kMinuteMs;
+    else if (unit == "h") scale = kHourMs;
     if (!number || scale == 0)
         return Expected<Milliseconds>::failure(quoted(text) + " is not a duration; durations: " + kDurations);
     if (*number == 0) return Expected<Milliseconds>::failure(quoted(text) + " is zero; a duration must be above zero");
@@ -157,9 +158,9 @@ void apply_limit_option(std::string_view assignment, RunLimits& limits, std::vec
 
 std::string duration_text(Milliseconds duration) {
     const auto ms = static_cast<std::uint64_t>(duration.count());
-    if (ms % (3600 * 1000) == 0) return std::to_string(ms / (3600 * 1000)) + "h";
-    if (ms % (60 * 1000) == 0) return std::to_string(ms / (60 * 1000)) + "m";
-    if (ms % 1000 == 0) return std::to_string(ms / 1000) + "s";
+    if (ms % kHourMs == 0) return std::to_string(ms / kHourMs) + "h";
+    if (ms % kMinuteMs == 0) return std::to_string(ms / kMinuteMs) + "m";
+    if (ms % kSecondMs == 0) return std::to_string(ms / kSecondMs) + "s";
     return std::to_string(ms) + "ms";
 }
 

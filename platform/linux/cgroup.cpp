@@ -260,7 +260,7 @@ std::string CallGroup::add_group(const std::string& place, Node node, const std:
                 return place + " does not pass the " + controller + " controller on to its children (cgroup.subtree_control)";
             }
         if (faccessat(parent, "cgroup.procs", W_OK, AT_EACCESS) != 0) {
-            const std::string why = errno_text("cannot move a process below " + place + " (its cgroup.procs)");
+            std::string why = errno_text("cannot move a process below " + place + " (its cgroup.procs)");
             drop(node);
             return why;
         }
@@ -271,7 +271,7 @@ std::string CallGroup::add_group(const std::string& place, Node node, const std:
         if (name.empty()) break;
         if (sources.makeDirectory(parent, name.c_str()) == 0) node.name = std::move(name);
         else if (errno != EEXIST) {
-            const std::string why = errno_text("cannot make a cgroup in " + place);
+            std::string why = errno_text("cannot make a cgroup in " + place);
             drop(node);
             return why;
         }
