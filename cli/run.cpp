@@ -191,10 +191,10 @@ RunBounds call_bounds(const GivenBounds& given, const RunBounds& config) {
 }
 
 // How a run ended, as the report's outcome says it: orthogonal to the verdict.
-const char* outcome_name(posix::TreeEnd ended, std::optional<LimitName> limit, std::optional<bool> started, int signal) {
+const char* outcome_name(posix::TreeEnd ended, std::optional<LimitName> limit, bool not_started, int signal) {
     if (ended == posix::TreeEnd::Timeout) return "timeout";
     if (limit) return "limit";
-    if (started && !*started) return "not-started";
+    if (not_started) return "not-started";
     return signal != 0 ? "signaled" : "exited";
 }
 
@@ -310,8 +310,8 @@ int supervise_and_report(const Planned& planned, const std::vector<std::string>&
     // never got there, the run is a runner failure whatever stderr says. Without a proof
     // (none offered, or the runner was killed), the rules decide.
     const bool runner_reached_command = outcome.started && (*outcome.started || command_missing);
-    // What the report says of the start: the proof, and false when the command was missing.
-    const std::optional<bool> started = outcome.started ? std::optional<bool>(*outcome.started && !command_missing) : std::nullopt;
+    // The proof says the command never started (or was missing): the report's started is false.
+    const bool not_started = outcome.started && (!*outcome.started || command_missing);
     Classification verdict = classifier.finish(status, !runner_reached_command);
     if (outcome.started && !runner_reached_command && verdict.verdict != Verdict::RunnerFailure) {
         verdict = Classification{Verdict::RunnerFailure, status, std::nullopt, std::nullopt, std::nullopt, std::nullopt};
@@ -341,9 +341,9 @@ int supervise_and_report(const Planned& planned, const std::vector<std::string>&
         report["verdict"] = ojson::parse(render_json(verdict));
         report["exitCode"] = signal ? ojson(nullptr) : ojson(exit_code);
         report["signal"] = signal ? ojson(signal) : ojson(nullptr);
-        report["started"] = started ? ojson(*started) : ojson(nullptr);
+        report["started"] = outcome.started ? ojson(!not_started) : ojson(nullptr);
         report["durationMs"] = outcome.durationMs;
-        report["outcome"] = outcome_name(outcome.ended, limit, started, signal);
+        report["outcome"] = outcome_name(outcome.ended, limit, not_started, signal);
         report["limit"] = limit ? ojson(std::string(to_string(*limit))) : ojson(nullptr);
         add_bounds(report, bounds, limits ? limits->enforcement : std::vector<LimitEnforcement>{}, cpu_limit_ns.has_value());
         sink.write(report);
