@@ -366,6 +366,8 @@ TEST_F(JsonSchema, RunReportOfATimeoutAndOfALimit) {
     ordered_json named = timed_out;
     named["limit"] = "memory";
     EXPECT_TRUE(Invalid(schema("report.schema.json"), named.dump()));
+    EXPECT_EQ(dsh({"run", "--mode", "danger-full-access", "--timeout", "200ms", "--report", report, "--", "sleep", "30"}).status, 124);
+    EXPECT_TRUE(Valid(schema("report.schema.json"), e2e::read_file(report)));
     ordered_json unscoped = timed_out;
     unscoped["limits"][0]["scope"] = "none";
     EXPECT_TRUE(Invalid(schema("report.schema.json"), unscoped.dump())) << "an rlimit bounds something";
