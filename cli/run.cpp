@@ -221,9 +221,7 @@ int supervise_and_report(const Planned& planned, const std::vector<std::string>&
     if (planned.plan.confined) enforcement = planned.plan.confined->enforcement;
     if (!bounds.limits.empty()) {
         limits = platform::prepare_run_limits(bounds.limits);
-        for (const auto& e : limits->enforcement)
-            spdlog::info("limit {}={}: {} ({}): {}", to_string(e.name), limit_value_text(e.name, e.value), to_string(e.mechanism),
-                         to_string(e.scope), e.note);
+        for (const auto& e : limits->enforcement) spdlog::info("{}", limit_line(e));
         const std::vector<std::string> unenforced = limit_gaps(limits->enforcement);
         if (require_full && !unenforced.empty()) {
             std::string message = "--require-full: a limit this host cannot enforce: ";

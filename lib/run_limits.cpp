@@ -240,12 +240,17 @@ std::vector<LimitEnforcement> decide_limits(const RunLimits& limits, const Cgrou
     return out;
 }
 
+std::string limit_line(const LimitEnforcement& e) {
+    std::string line = "limit " + std::string(to_string(e.name)) + "=" + limit_value_text(e.name, e.value) + ": ";
+    if (e.mechanism == LimitMechanism::None) return line + "not enforced: " + e.note;
+    const char* scope = e.scope == LimitScope::Tree ? "for the whole tree" : e.scope == LimitScope::File ? "for each file" : "for each process";
+    return line + std::string(to_string(e.mechanism)) + ", " + scope + ": " + e.note;
+}
+
 std::vector<std::string> limit_gaps(const std::vector<LimitEnforcement>& enforcement) {
     std::vector<std::string> gaps;
     for (const auto& e : enforcement)
-        if (e.mechanism == LimitMechanism::None)
-            gaps.push_back("limit " + std::string(to_string(e.name)) + "=" + limit_value_text(e.name, e.value) +
-                           ": not enforced: " + e.note);
+        if (e.mechanism == LimitMechanism::None) gaps.push_back(limit_line(e));
     return gaps;
 }
 

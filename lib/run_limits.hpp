@@ -103,6 +103,10 @@ struct RlimitSupport {
 // RLIMIT_FSIZE, which bounds each file written, wherever there are rlimits (POSIX systems).
 std::vector<LimitEnforcement> decide_limits(const RunLimits& limits, const CgroupOffer& offer, RlimitSupport rlimits);
 
+// One line on how a limit is enforced: "limit memory=1G: cgroup-v1, for the whole tree: ...",
+// or for one nothing enforces "limit pids=64: not enforced: ...".
+std::string limit_line(const LimitEnforcement& enforcement);
+
 // The enforcement gap of each limit nothing enforces ("limit pids=64: not enforced: ..."): what
 // the report's enforcementGaps and --require-full take it as. Weaker enforcement (an rlimit per
 // process) is not a gap: each LimitEnforcement says its scope.

@@ -177,6 +177,8 @@ TEST(DecideLimits, ACgroupCountsMemoryPidsAndCpuForTheTree) {
     EXPECT_EQ(decided[3].mechanism, LimitMechanism::Rlimit);
     EXPECT_EQ(decided[3].scope, LimitScope::File);
     EXPECT_TRUE(limit_gaps(decided).empty());
+    EXPECT_EQ(limit_line(decided[0]), "limit memory=1G: cgroup-v1, for the whole tree: " + decided[0].note);
+    EXPECT_EQ(limit_line(decided[3]), "limit fsize=1M: rlimit, for each file: " + decided[3].note);
 }
 
 TEST(DecideLimits, WithoutACgroupRlimitsBoundEachProcessAndPidsIsAGap) {
