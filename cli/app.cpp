@@ -256,8 +256,7 @@ struct Subcommands {
     std::vector<std::string> netProxyHosts;
 
     PolicyOptions runOptions;
-    std::string reportFile;
-    int reportFd = -1;
+    RunOptions runOwn;
     PolicyOptions policyOptions;
     std::string planFile, classifyBackend, exitCode, stderrFile, classifyFormat = "text", classifyConfig;
     DoctorOptions doctorOptions;
@@ -276,13 +275,25 @@ void add_subcommands(CLI::App& app, Subcommands& c, const Named& wanted, const N
     if (wanted("run")) {
         c.run = app.add_subcommand("run", "spawn the command confined, pass its output through, attribute the result");
         add_policy_options(*c.run, c.runOptions, true, options);
-        c.run->add_option("--report", c.reportFile, "write the JSON report to FILE");
-        c.run->add_option("--report-fd", c.reportFd, "write the JSON report to file descriptor N");
+        c.run->add_option("--report", c.runOwn.reportFile, "write the JSON report to FILE");
+        c.run->add_option("--report-fd", c.runOwn.reportFd, "write the JSON report to file descriptor N");
+        if (options("--timeout"))
+            c.run->add_option("--timeout", c.runOwn.timeout,
+                              "end the command's whole tree after DURATION (30s, 5m, 1h, 500ms; a bare number: seconds); exit 124")
+                ->check(kNonEmpty);
+        if (options("--kill-after"))
+            c.run->add_option("--kill-after", c.runOwn.killAfter, "SIGKILL the tree DURATION after its SIGTERM (default 5s)")
+                ->check(kNonEmpty);
+        if (options("--limit"))
+            c.run->add_option("--limit", c.runOwn.limits,
+                              "NAME=VALUE: memory=SIZE, pids=N, cpu=DURATION, fsize=SIZE (SIZE: 512M, 2G, ...; repeatable)")
+                ->check(kNonEmpty);
         c.run->prefix_command();
         c.run->footer("\nExamples:\n  dsh-confine run --mode workspace-write --workspace-root \"$PWD\" --report report.json -- npm test\n"
                         "  dsh-confine run --report-fd 3 -- make 3>report.json\n"
-                        "Exit status: the command's own (128+N after signal N); 125 when the sandbox never started it\n"
-                        "(RUNNER_FAILURE) or dsh-confine itself failed.\n");
+                        "  dsh-confine run --timeout 10m --limit memory=4G --limit pids=512 -- make -j8\n"
+                        "Exit status: the command's own (128+N after signal N); 124 when --timeout ended it; 125 when the\n"
+                        "sandbox never started it (RUNNER_FAILURE) or dsh-confine itself failed.\n");
     }
     if (wanted("policy")) {
         c.policy = app.add_subcommand("policy", "print the resolved execution policy (JSON)");
@@ -633,7 +644,7 @@ std::optional<int> run_line(const CommandLine& line, const Named& named) {
         }
         if (parsed(c.effect)) return run_effect_helper(program_words(app, c.effect, line));
         if (parsed(c.run)) {
-            return run_confined(c.runOptions, program_words(app, c.run, line), c.reportFile, c.reportFd);
+            return run_confined(c.runOptions, program_words(app, c.run, line), c.runOwn);
         }
         if (parsed(c.policy)) return run_policy(c.policyOptions);
         if (parsed(c.classify))

@@ -95,7 +95,15 @@ struct DoctorOptions {
 };
 int run_doctor(const DoctorOptions& options);
 
-int run_confined(const PolicyOptions& options, const std::vector<std::string>& argv, const std::string& report_file,
-                 int report_fd);
+// run's own options, beside the policy's: the report, and the bounds as given (checked by
+// run_confined, which lays them over the config's [run] and [run.limits]).
+struct RunOptions {
+    std::string reportFile;
+    int reportFd = -1;
+    std::string timeout;    // --timeout DURATION; empty: not given
+    std::string killAfter;  // --kill-after DURATION; empty: not given
+    std::vector<std::string> limits;  // each --limit NAME=VALUE
+};
+int run_confined(const PolicyOptions& options, const std::vector<std::string>& argv, const RunOptions& run);
 
 }  // namespace dsh::cli

@@ -10,11 +10,15 @@
 // does to the name meanwhile. A file with another name (a hard link, which the command may have
 // made to a file it wanted overwritten) is refused when it is opened, and not written at the end
 // if it gained one during the call. Every outcome gets a report, dsh-confine's own failures included.
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <memory>
+#include <thread>
 #include <utility>
 
 #include <fcntl.h>
@@ -22,10 +26,12 @@
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 
 #include "../lib/classify.hpp"
 #include "../lib/error.hpp"
 #include "../lib/policy.hpp"
+#include "../lib/run_limits.hpp"
 #include "../platform/platform.hpp"
 #include "../platform/posix/process.hpp"
 #include "../platform/posix/safe_path.hpp"
@@ -129,6 +135,21 @@ ojson nullable_policy(const std::optional<SandboxExecutionPolicy>& policy) {
     return policy ? policy_json(*policy) : ojson(nullptr);
 }
 
+// The report's fields for the bounds: the timeout, the kill-after (where `run` may end the tree
+// itself), and each limit with its mechanism and scope.
+void add_bounds(ojson& report, const RunBounds& bounds, const std::vector<LimitEnforcement>& limits, bool watched) {
+    report["timeoutMs"] = bounds.timeout ? ojson(bounds.timeout->count()) : ojson(nullptr);
+    report["killAfterMs"] = bounds.timeout || watched ? ojson(bounds.killAfter.value_or(kDefaultKillAfter).count()) : ojson(nullptr);
+    ojson list = ojson::array();
+    for (const auto& e : limits)
+        list.push_back({{"name", std::string(to_string(e.name))},
+                        {"value", e.value},
+                        {"mechanism", std::string(to_string(e.mechanism))},
+                        {"scope", std::string(to_string(e.scope))},
+                        {"note", e.note}});
+    report["limits"] = list;
+}
+
 // The report of a run that never reached the command because dsh-confine itself failed.
 ojson failure_report(const std::optional<SandboxExecutionPolicy>& policy, const std::vector<std::string>& argv,
                      const std::string& code_name, const std::string& message, int status) {
@@ -143,11 +164,102 @@ ojson failure_report(const std::optional<SandboxExecutionPolicy>& policy, const 
     report["signal"] = nullptr;
     report["started"] = false;
     report["durationMs"] = 0;
+    report["outcome"] = "not-started";
+    report["limit"] = nullptr;
+    add_bounds(report, RunBounds{}, {}, false);
     report["error"] = {{"code", code_name}, {"message", message}};
     return report;
 }
 
-int supervise_and_report(const Planned& planned, const std::vector<std::string>& argv, ReportSink& sink) {
+// The bounds the options give, checked before anything else (USAGE, nothing runs).
+struct GivenBounds {
+    std::optional<Milliseconds> timeout, killAfter;
+    RunLimits limits;
+    std::vector<LimitName> named;  // the limits given, in order
+};
+
+GivenBounds given_bounds(const RunOptions& run) {
+    GivenBounds given;
+    const auto duration = [](const char* option, const std::string& text) {
+        const auto parsed = parse_duration(text);
+        if (!parsed) throw Error(code::Usage, std::string(option) + " " + parsed.reason());
+        return *parsed;
+    };
+    if (!run.timeout.empty()) given.timeout = duration("--timeout", run.timeout);
+    if (!run.killAfter.empty()) given.killAfter = duration("--kill-after", run.killAfter);
+    for (const auto& limit : run.limits) apply_limit_option(limit, given.limits, given.named);
+    return given;
+}
+
+// The bounds of this call: the config's [run] and [run.limits] with the options laid over them
+// (each limit on its own).
+RunBounds call_bounds(const GivenBounds& given, const RunBounds& config) {
+    RunBounds bounds = config;
+    if (given.timeout) bounds.timeout = given.timeout;
+    if (given.killAfter) bounds.killAfter = given.killAfter;
+    for (LimitName name : given.named) bounds.limits.set(name, *given.limits.value(name));
+    if (given.killAfter && !bounds.timeout && !bounds.limits.cpu)
+        throw Error(code::Usage, "--kill-after applies with a timeout (--timeout, [run] timeout) or a cpu limit, which end the "
+                                 "tree; this call has neither");
+#if defined(_WIN32)
+    if (bounds.timeout)
+        throw Error(code::Usage, "a timeout (--timeout, [run] timeout) is not available on Windows yet: nothing would end "
+                                 "the command's tree at the deadline");
+#endif
+    return bounds;
+}
+
+// How a run ended, as the report's outcome says it: orthogonal to the verdict.
+const char* outcome_name(posix::TreeEnd ended, std::optional<LimitName> limit, bool not_started, int signal) {
+    if (ended == posix::TreeEnd::Timeout) return "timeout";
+    if (limit) return "limit";
+    if (not_started) return "not-started";
+    return signal != 0 ? "signaled" : "exited";
+}
+
+// The evidence line of a timeout or limit verdict.
+std::string bound_line(const RunBounds& bounds, std::optional<LimitName> limit) {
+    if (!limit) return "run ended the command's tree at its timeout of " + duration_text(*bounds.timeout);
+    const std::string value = limit_value_text(*limit, *bounds.limits.value(*limit));
+    switch (*limit) {
+        case LimitName::Memory: return "an OOM kill in the call's cgroup, at its memory limit of " + value;
+        case LimitName::Pids: return "a fork refused in the call's cgroup, at its pids limit of " + value;
+        case LimitName::Cpu: return "run ended the command's tree when it had used its " + value + " of CPU time";
+        case LimitName::Fsize: break;
+    }
+    return "the " + std::string(to_string(*limit)) + " limit of " + value;
+}
+
+int supervise_and_report(const Planned& planned, const std::vector<std::string>& argv, const RunBounds& bounds,
+                         bool require_full, ReportSink& sink) {
+    // The limits first: --require-full refuses one that nothing enforces before anything is made
+    // or started.
+    std::unique_ptr<platform::RunLimitsOnHost> limits;
+    std::vector<std::string> gaps = planned.plan.confined ? planned.plan.confined->enforcementGaps : std::vector<std::string>{};
+    std::optional<SandboxEnforcement> enforcement;
+    if (planned.plan.confined) enforcement = planned.plan.confined->enforcement;
+    if (!bounds.limits.empty()) {
+        limits = platform::prepare_run_limits(bounds.limits);
+        for (const auto& e : limits->enforcement) spdlog::info("{}", limit_line(e));
+        const std::vector<std::string> unenforced = limit_gaps(limits->enforcement);
+        if (require_full && !unenforced.empty()) {
+            std::string message = "--require-full: a limit this host cannot enforce: ";
+            for (std::size_t i = 0; i < unenforced.size(); ++i) message += (i ? "; " : "") + unenforced[i];
+            throw Error(code::EnforcementPartial, message);
+        }
+        // In danger-full-access nothing is enforced for files, and the report has no gaps: the
+        // limits list alone says what holds.
+        if (planned.plan.confined && !unenforced.empty()) {
+            gaps.insert(gaps.end(), unenforced.begin(), unenforced.end());
+            enforcement = SandboxEnforcement::Partial;
+        }
+    }
+    // A CPU-time limit a cgroup counts for the tree is enforced here, by watching the count.
+    std::optional<std::uint64_t> cpu_limit_ns;
+    if (limits)
+        for (const auto& e : limits->enforcement)
+            if (e.name == LimitName::Cpu && e.scope == LimitScope::Tree) cpu_limit_ns = e.value * 1000000;
+
     std::vector<std::string> spawn_argv = planned.plan.argv;
     platform::StartProofPlan proof;
     Dialect dialect;
@@ -174,6 +286,23 @@ int supervise_and_report(const Planned& planned, const std::vector<std::string>&
         };
     options.runnerEndsTree = proof.runnerEndsTree;
     options.timed = sink.wanted();  // the duration is only in the report
+    options.timeout = bounds.timeout;
+    options.killAfter = bounds.killAfter.value_or(kDefaultKillAfter);
+    if (limits) {
+        options.joinFds = limits->joinFds;
+        options.limits = limits->rlimits;
+    }
+    if (cpu_limit_ns) {
+        // The tree cannot use more than one second of CPU time a second on each CPU: the count is
+        // read again no sooner than the limit could be reached (at least 10 ms, at most a minute).
+        const auto cpus = std::max(1U, std::thread::hardware_concurrency());
+        options.watch = [&limits, limit = *cpu_limit_ns, cpus]() -> std::optional<std::chrono::milliseconds> {
+            const std::uint64_t used = limits->tree_cpu_ns().value_or(0);
+            if (used >= limit) return std::nullopt;
+            const auto wait = std::chrono::milliseconds((limit - used) / 1000000 / cpus);
+            return std::clamp(wait, std::chrono::milliseconds(10), std::chrono::milliseconds(60000));
+        };
+    }
     const posix::SupervisedRun outcome =
         posix::supervise(spawn_argv, options, [&](std::string_view chunk) { classifier.feed(chunk); });
     if (proof.tempDir) platform::remove_run_temp_dir(*proof.tempDir);
@@ -198,6 +327,8 @@ int supervise_and_report(const Planned& planned, const std::vector<std::string>&
     // never got there, the run is a runner failure whatever stderr says. Without a proof
     // (none offered, or the runner was killed), the rules decide.
     const bool runner_reached_command = outcome.started && (*outcome.started || command_missing);
+    // The proof says the command never started (or was missing): the report's started is false.
+    const bool not_started = outcome.started && (!*outcome.started || command_missing);
     Classification verdict = classifier.finish(status, !runner_reached_command);
     if (outcome.started && !runner_reached_command && verdict.verdict != Verdict::RunnerFailure) {
         verdict = Classification{Verdict::RunnerFailure, status, std::nullopt, std::nullopt, std::nullopt, std::nullopt};
@@ -206,22 +337,35 @@ int supervise_and_report(const Planned& planned, const std::vector<std::string>&
                                       : "the runner exited with status " + std::to_string(status) +
                                             " before starting the command";
     }
+    // Which bound ended it: `run`'s own deadline or CPU-time watch, or a limit's counter in the
+    // call's cgroup (read now, before the cgroup goes). A limit reached by a run that still
+    // succeeded ended nothing.
+    std::optional<LimitName> limit;
+    if (outcome.ended == posix::TreeEnd::Watch) limit = LimitName::Cpu;
+    else if (outcome.ended == posix::TreeEnd::ByItself && status != 0 && limits) limit = limits->reached();
+    const bool timed_out = outcome.ended == posix::TreeEnd::Timeout;
+    if (timed_out || limit)
+        verdict = Classification{limit ? Verdict::Limit : Verdict::Timeout, timed_out ? 124 : status, bound_line(bounds, limit),
+                                 std::nullopt, std::nullopt, std::nullopt};
 
     if (sink.wanted()) {
         ojson report;
         report["policy"] = policy_json(planned.plan.policy);
         report["argv"] = argv;
         report["backend"] = planned.plan.confined ? ojson(planned.plan.confined->backend) : ojson(nullptr);
-        report["enforcement"] = planned.plan.confined ? ojson(std::string(to_string(planned.plan.confined->enforcement)))
-                                                      : ojson(nullptr);
-        report["enforcementGaps"] = planned.plan.confined ? planned.plan.confined->enforcementGaps : std::vector<std::string>{};
+        report["enforcement"] = enforcement ? ojson(std::string(to_string(*enforcement))) : ojson(nullptr);
+        report["enforcementGaps"] = gaps;
         report["verdict"] = ojson::parse(render_json(verdict));
         report["exitCode"] = signal ? ojson(nullptr) : ojson(exit_code);
         report["signal"] = signal ? ojson(signal) : ojson(nullptr);
-        report["started"] = outcome.started ? ojson(*outcome.started && !command_missing) : ojson(nullptr);
+        report["started"] = outcome.started ? ojson(!not_started) : ojson(nullptr);
         report["durationMs"] = outcome.durationMs;
+        report["outcome"] = outcome_name(outcome.ended, limit, not_started, signal);
+        report["limit"] = limit ? ojson(std::string(to_string(*limit))) : ojson(nullptr);
+        add_bounds(report, bounds, limits ? limits->enforcement : std::vector<LimitEnforcement>{}, cpu_limit_ns.has_value());
         sink.write(report);
     }
+    if (timed_out) return 124;
     if (verdict.verdict == Verdict::RunnerFailure) {
         std::fprintf(stderr, "dsh-confine: error: RUNNER_FAILURE: the sandbox runner failed before the command ran: %s\n",
                      verdict.line.value_or("").c_str());
@@ -232,14 +376,14 @@ int supervise_and_report(const Planned& planned, const std::vector<std::string>&
 
 }  // namespace
 
-int run_confined(const PolicyOptions& options, const std::vector<std::string>& argv, const std::string& report_file,
-                 int report_fd) {
-    ReportSink sink(report_file, report_fd);  // before anything runs: 125 if it cannot be opened
+int run_confined(const PolicyOptions& options, const std::vector<std::string>& argv, const RunOptions& run) {
+    ReportSink sink(run.reportFile, run.reportFd);  // before anything runs: 125 if it cannot be opened
     std::optional<SandboxExecutionPolicy> resolved;
     try {
         require_open_fds(options.keepFds);
+        const GivenBounds given = given_bounds(run);
         const Planned planned = plan_call(options, argv, false, &resolved);
-        return supervise_and_report(planned, argv, sink);
+        return supervise_and_report(planned, argv, call_bounds(given, planned.resolved.config.run), options.requireFull, sink);
     } catch (const ExitStatus& status) {
         const bool missing = status.code == 127;
         sink.write(failure_report(resolved, argv, missing ? "COMMAND_NOT_FOUND" : "COMMAND_NOT_EXECUTABLE",

@@ -65,6 +65,8 @@ std::string_view to_string(Verdict verdict) {
         case Verdict::RunnerFailure: return "runner-failure";
         case Verdict::Denial: return "denial";
         case Verdict::Failure: return "failure";
+        case Verdict::Timeout: return "timeout";
+        case Verdict::Limit: return "limit";
     }
     return "failure";
 }

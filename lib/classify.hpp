@@ -18,7 +18,10 @@
 
 namespace dsh {
 
-enum class Verdict { Success, RunnerFailure, Denial, Failure };
+// Timeout and Limit come from `run` alone, which ended the command's tree itself (its deadline,
+// its CPU-time watch) or read a limit's own counter (an OOM kill, a refused fork); classify,
+// which has only stderr and a status, never gives them.
+enum class Verdict { Success, RunnerFailure, Denial, Failure, Timeout, Limit };
 std::string_view to_string(Verdict verdict);
 
 // A verdict and its evidence: the matched line (its first kEvidenceBytes bytes, a trailing

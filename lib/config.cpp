@@ -269,6 +269,39 @@ void read_backend(const TableReader& backends, const std::string& name, BackendC
     }
 }
 
+// A duration, size or count of [run] as its text: a string as written, an integer as its digits
+// (a bare number: seconds, bytes, processes), both parsed by the grammar `run`'s options use.
+std::optional<std::string> number_text(const TableReader& reader, std::string_view key) {
+    const toml::node* node = reader.find(key);
+    if (!node) return std::nullopt;
+    if (const auto number = node->value_exact<std::int64_t>()) return std::to_string(*number);
+    if (!node->is_string()) reader.wrong_type(key, *node, "a string or an integer");
+    return unshield(*node->value<std::string>(), reader.shielded());
+}
+
+void read_run(const TableReader& reader, RunBounds& out) {
+    const auto duration = [&](const char* key) -> std::optional<Milliseconds> {
+        const auto text = number_text(reader, key);
+        if (!text) return std::nullopt;
+        const auto parsed = parse_duration(*text);
+        if (!parsed) reader.bad_value(*reader.find(key), std::string("[run] ") + key + ": " + parsed.reason());
+        return *parsed;
+    };
+    out.timeout = duration("timeout");
+    out.killAfter = duration("kill_after");
+    const toml::table* limits = reader.table("limits");
+    if (!limits) return;
+    const TableReader table(reader.file(), reader.shielded(), *limits, "[run.limits]", limit_names());
+    for (const auto& key : limit_names()) {
+        const auto text = number_text(table, key);
+        if (!text) continue;
+        const LimitName name = *parse_limit_name(key);
+        const auto value = parse_limit_value(name, *text);
+        if (!value) table.bad_value(*table.find(key), "[run.limits] " + key + ": " + value.reason());
+        out.limits.set(name, *value);
+    }
+}
+
 // A config file is a few hundred bytes; one far larger is a mistake, not a policy to parse.
 constexpr std::uintmax_t kMaxConfigBytes = 1 << 20;
 
@@ -341,7 +374,7 @@ Config parse_config(std::string_view text, const std::string& source) {
 
     Config config;
     config.source = source;
-    TableReader top(source, shielded, root, "the top level", {"sandbox", "network", "provider", "backend"});
+    TableReader top(source, shielded, root, "the top level", {"sandbox", "network", "provider", "backend", "run"});
 
     if (const toml::table* sandbox = top.table("sandbox")) {
         TableReader reader(source, shielded, *sandbox, "[sandbox]",
@@ -446,6 +479,8 @@ Config parse_config(std::string_view text, const std::string& source) {
         }
         if (auto cache = reader.boolean("probe_cache")) config.probeCache = *cache;
     }
+
+    if (const toml::table* run = top.table("run")) read_run(TableReader(source, shielded, *run, "[run]", {"timeout", "kill_after", "limits"}), config.run);
 
     if (const toml::table* backend = top.table("backend")) {
         TableReader reader(source, shielded, *backend, "[backend]", known_backend_names());

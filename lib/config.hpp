@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "run_limits.hpp"
 #include "types.hpp"
 
 namespace dsh {
@@ -37,6 +38,7 @@ struct Config {
     BackendConfig landlock;
     BackendConfig seatbelt;
     BackendConfig restrictedToken;
+    RunBounds run;  // [run] timeout, kill_after and [run.limits]: `run`'s defaults, its options win
 
     const BackendConfig& backend(std::string_view name) const;
 };

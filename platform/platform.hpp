@@ -2,12 +2,15 @@
 // and carrying out a plan. One implementation per system, chosen by CMake.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "../lib/config.hpp"
 #include "../lib/provider.hpp"
+#include "../lib/run_limits.hpp"
 #include "linux/bwrap_argv.hpp"
 #include "posix/supervise.hpp"
 
@@ -72,6 +75,23 @@ struct StartProofPlan {
 StartProofPlan prepare_for_run(std::vector<std::string>& argv, const std::string& backend);
 // Removes a temp area prepare_for_run made.
 void remove_run_temp_dir(const std::string& dir);
+
+// The resource limits of one `run` as this host enforces them: each limit's mechanism (a cgroup
+// of the call's own where one can be made, on Linux; rlimits where the system has them; or none,
+// a gap), what the runner's process does with them (joins the cgroups, sets the rlimits), and the
+// cgroup's counters. What it made (the cgroup) is removed when it goes, which must be after the
+// command's tree is gone.
+struct RunLimitsOnHost {
+    virtual ~RunLimitsOnHost() = default;
+    std::vector<LimitEnforcement> enforcement;
+    std::vector<int> joinFds;                   // posix::SuperviseOptions::joinFds
+    std::vector<posix::ResourceLimit> rlimits;  // posix::SuperviseOptions::limits
+    // The CPU time the whole tree used so far, in nanoseconds, where a cgroup counts it.
+    virtual std::optional<std::uint64_t> tree_cpu_ns() const { return std::nullopt; }
+    // The limit whose own counter shows it was reached (an OOM kill, a refused fork).
+    virtual std::optional<LimitName> reached() const { return std::nullopt; }
+};
+std::unique_ptr<RunLimitsOnHost> prepare_run_limits(const RunLimits& limits);
 
 // `dsh-confine landlock-exec ...` where the system has Landlock; 125 elsewhere.
 struct LandlockExecRequest {

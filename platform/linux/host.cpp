@@ -1,10 +1,15 @@
 #include "host.hpp"
 
 #include <cerrno>
+#include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <limits>
+#include <string_view>
 #include <utility>
 
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
@@ -13,6 +18,45 @@
 #include "landlock_abi.hpp"
 
 namespace dsh::linux_host {
+namespace {
+
+// Read once, from the link's text ("pid:[4026531836]"), which the kernel writes without reaching
+// the namespace's inode as stat would. A process's own PID namespace never changes.
+const std::string& pid_namespace() {
+    static const std::string id = [] {
+        char link[64] = {};
+        if (readlink("/proc/self/ns/pid", link, sizeof link - 1) <= 0) return std::string("0");
+        const char* open = std::strchr(link, '[');
+        const char* close = open ? std::strchr(open, ']') : nullptr;
+        if (!close || close == open + 1) return std::string("0");
+        return std::string(open + 1, close);
+    }();
+    return id;
+}
+
+}  // namespace
+
+std::string owned_name(const char* prefix) {
+    static constexpr char kLetters[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    unsigned char bytes[6] = {};
+    if (getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes)) return "";
+    std::string name = prefix + pid_namespace() + "-" + std::to_string(getpid()) + "-";
+    for (unsigned char byte : bytes) name += kLetters[byte % (sizeof kLetters - 1)];
+    return name;
+}
+
+bool owner_ended(const char* name, const char* prefix) {
+    const std::size_t length = std::strlen(prefix);
+    if (std::strncmp(name, prefix, length) != 0) return false;
+    const std::string_view rest(name + length);
+    const std::size_t dash = rest.find('-');
+    if (dash == std::string_view::npos || rest.substr(0, dash) != pid_namespace()) return false;
+    const char* pid = name + length + dash + 1;
+    char* end = nullptr;
+    const long number = std::strtol(pid, &end, 10);
+    if (end == pid || *end != '-' || number <= 0 || number > std::numeric_limits<pid_t>::max()) return false;
+    return kill(static_cast<pid_t>(number), 0) != 0 && errno == ESRCH;
+}
 
 std::string kernel_release() {
     utsname name{};

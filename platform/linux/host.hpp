@@ -20,4 +20,15 @@ std::string host_identity();
 // host_identity, so a nested call probes again rather than trust an answer taken outside.
 std::string confinement_context();
 
+// Names of things a process makes for itself and a later call removes once it has ended (a
+// Landlock call's temp area, `run`'s cgroup): PREFIX + PIDNS-PID-XXXXXX, its PID namespace (the
+// inode number in /proc/self/ns/pid's link: pids name processes only within one), its pid and a
+// random suffix (getrandom, as mkdtemp's); "" when the kernel gives no random bytes.
+std::string owned_name(const char* prefix);
+// Whether the owner a name of owned_name's shape names has ended: no process of this PID
+// namespace has its pid. Only names of this PID namespace are judged; one that does not parse
+// is left alone. A pid taken since by another process keeps the name until that one ends too:
+// nothing is removed while a process with its owner's pid runs.
+bool owner_ended(const char* name, const char* prefix);
+
 }  // namespace dsh::linux_host

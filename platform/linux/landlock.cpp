@@ -37,47 +37,6 @@ namespace {
 
 std::string errno_text(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
 
-// This process's PID namespace, as its inode number: pids name processes only within one. Read
-// from the link's text ("pid:[4026531836]"), which the kernel writes without reaching the
-// namespace's inode as stat would.
-std::string pid_namespace() {
-    char link[64] = {};
-    if (readlink("/proc/self/ns/pid", link, sizeof link - 1) <= 0) return "0";
-    const char* open = std::strchr(link, '[');
-    const char* close = open ? std::strchr(open, ']') : nullptr;
-    if (!close || close == open + 1) return "0";
-    return std::string(open + 1, close);
-}
-
-// Whether the owner named in a temp area's name, call-PIDNS-PID-..., has ended: no process of
-// this PID namespace has its pid. Only areas of this PID namespace are judged; a name that does
-// not parse is left alone. A pid taken since by another process keeps the area until that one
-// ends too: an area is never removed while a process with its owner's pid runs.
-bool owner_ended(const char* name, const std::string& own_pidns) {
-    if (std::strncmp(name, "call-", 5) != 0) return false;
-    const std::string_view rest(name + 5);
-    const std::size_t dash = rest.find('-');
-    if (dash == std::string_view::npos || rest.substr(0, dash) != own_pidns) return false;
-    const char* pid = name + 5 + dash + 1;
-    char* end = nullptr;
-    const long number = std::strtol(pid, &end, 10);
-    if (end == pid || *end != '-' || number <= 0 || number > std::numeric_limits<pid_t>::max()) return false;
-    return kill(static_cast<pid_t>(number), 0) != 0 && errno == ESRCH;
-}
-
-// A new name for this call's area, call-PIDNS-PID-XXXXXX: the owner is the process that makes it,
-// the runner, which becomes the command by execve (same pid), or `run`, which removes its own
-// area when the command ends. The suffix is random (getrandom), as mkdtemp's is; "" when the
-// kernel gives no random bytes.
-std::string area_name(const std::string& pidns) {
-    static constexpr char kLetters[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-    unsigned char bytes[6] = {};
-    if (getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes)) return "";
-    std::string name = "call-" + pidns + "-" + std::to_string(getpid()) + "-";
-    for (unsigned char byte : bytes) name += kLetters[byte % (sizeof kLetters - 1)];
-    return name;
-}
-
 }  // namespace
 
 std::optional<std::string> nested_temp_base() {
@@ -100,17 +59,16 @@ std::optional<std::string> make_call_temp_dir(const std::string& base, std::stri
         close(fd);
         return std::nullopt;
     }
-    const std::string pidns = pid_namespace();
     std::vector<std::string> stale;
     while (dirent* entry = readdir(entries))
-        if (owner_ended(entry->d_name, pidns)) stale.push_back(entry->d_name);
+        if (linux_host::owner_ended(entry->d_name, "call-")) stale.push_back(entry->d_name);
     // Most areas are empty or nearly so when their command ends: one rmdir, never following a
     // symlink (unlinkat does not), and the whole tree only when that fails.
     for (const auto& name : stale)
         if (unlinkat(fd, name.c_str(), AT_REMOVEDIR) != 0) posix::remove_tree_at(fd, name);
     std::optional<std::string> made;
     for (int attempt = 0; attempt < 100 && !made; ++attempt) {
-        const std::string name = area_name(pidns);
+        const std::string name = linux_host::owned_name("call-");
         if (name.empty()) {
             why = errno_text("getrandom");
             break;

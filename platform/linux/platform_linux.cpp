@@ -14,10 +14,11 @@
 #include "../posix/safe_path.hpp"
 #include "../posix/state_store.hpp"
 #include "bwrap.hpp"
-#include "landlock.hpp"
 #include "proxy_companion.hpp"
 #include "../../lib/host_pattern.hpp"
 #include "bwrap_stage.hpp"
+#include "cgroup.hpp"
+#include "landlock.hpp"
 
 namespace dsh::platform {
 
@@ -152,6 +153,29 @@ void remove_run_temp_dir(const std::string& dir) {
     if (parent < 0) return;
     posix::remove_tree_at(parent, dir.substr(slash + 1));
     close(parent);
+}
+
+namespace {
+
+class CgroupLimits : public RunLimitsOnHost {
+public:
+    explicit CgroupLimits(cgroup::CallGroup group) : group_(std::move(group)) {}
+    std::optional<std::uint64_t> tree_cpu_ns() const override { return group_.cpu_time_ns(); }
+    std::optional<LimitName> reached() const override { return group_.reached(); }
+    const cgroup::CallGroup& group() const { return group_; }
+
+private:
+    cgroup::CallGroup group_;
+};
+
+}  // namespace
+
+std::unique_ptr<RunLimitsOnHost> prepare_run_limits(const RunLimits& limits) {
+    auto out = std::make_unique<CgroupLimits>(cgroup::CallGroup::make(limits, cgroup::host_sources()));
+    out->enforcement = decide_limits(limits, out->group().offer(), RlimitSupport{true, true, true});
+    out->joinFds = out->group().procs_fds();
+    out->rlimits = posix::rlimits_for(out->enforcement);
+    return out;
 }
 
 int bwrap_stage(const BwrapStageRequest& request, const std::vector<std::string>& argv) {

@@ -52,6 +52,15 @@ StartProofPlan prepare_for_run(std::vector<std::string>& /*argv*/, const std::st
     return plan;
 }
 
+// No cgroups here: CPU time and file size get their rlimits, per process; memory (macOS does not
+// enforce RLIMIT_AS) and pids are gaps.
+std::unique_ptr<RunLimitsOnHost> prepare_run_limits(const RunLimits& limits) {
+    auto out = std::make_unique<RunLimitsOnHost>();
+    out->enforcement = decide_limits(limits, CgroupOffer{}, RlimitSupport{false, true, true});
+    out->rlimits = posix::rlimits_for(out->enforcement);
+    return out;
+}
+
 void remove_run_temp_dir(const std::string& dir) {
     const std::size_t slash = dir.rfind('/');
     if (slash == std::string::npos) return;

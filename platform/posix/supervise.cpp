@@ -1,5 +1,6 @@
 #include "supervise.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -7,10 +8,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -180,6 +183,10 @@ struct RunnerSetup {
     bool merge;  // stdout is stderr: both go to the stderr pipe
     int errWrite, statusWrite;
     const CallerSignals* caller;
+    const int* join;  // cgroup.procs files to write "0" to (SuperviseOptions::joinFds)
+    std::size_t joinCount;
+    const ResourceLimit* limits;
+    std::size_t limitCount;
 };
 
 // What the keeper is given: the runner's setup, its own ends of the pipes to dsh-confine, and
@@ -502,6 +509,49 @@ void kill_leftovers() noexcept {
     }
 }
 
+// A line on stderr and status 125 from the runner's process, before the runner ran.
+[[noreturn]] void fail_setup(const char* what) noexcept {
+    char line[160] = "dsh-confine: error: RUNNER_EXEC: ";
+    std::size_t length = std::strlen(line);
+    for (const char* c = what; *c != '\0' && length + 2 < sizeof line; ++c) line[length++] = *c;
+    line[length++] = '\n';
+    call_with(SYS_write, 2, line, length);
+    exit_now(125);
+}
+
+// Sends `sig` to every process below `root`, from `depth` down (1: its children), as the kernel's
+// child lists give them: every thread's, since a process's children may be a thread's. The tree
+// is listed first and signalled after, so a parent that dies of the signal does not hide its
+// children by their reparenting. A process forked meanwhile may be missed; SIGKILL's rounds
+// (kill_leftovers, or bubblewrap's end) are what reach everything.
+void signal_descendants(pid_t root, int depth, int sig) {
+    std::vector<std::pair<long, int>> tree = {{root, 0}};
+    for (std::size_t i = 0; i < tree.size() && tree.size() < 65536; ++i) {
+        const auto [pid, level] = tree[i];
+        const std::string tasks = "/proc/" + std::to_string(pid) + "/task";
+        DIR* threads = opendir(tasks.c_str());
+        if (threads == nullptr) continue;
+        bool listed = false;
+        while (dirent* thread = readdir(threads)) {
+            if (thread->d_name[0] == '.') continue;
+            char text[4096];
+            if (read_small((tasks + "/" + thread->d_name + "/children").c_str(), text, sizeof text) < 0) continue;
+            listed = true;
+            long children[512];
+            const int count = numbers_in(text, children, 512);
+            for (int k = 0; k < count; ++k) tree.emplace_back(children[k], level + 1);
+        }
+        closedir(threads);
+        if (!listed) {  // no child lists in this kernel (CONFIG_PROC_CHILDREN): /proc/N/stat's parents
+            long children[512];
+            const int count = children_of(pid, children, 512);
+            for (int k = 0; k < count; ++k) tree.emplace_back(children[k], level + 1);
+        }
+    }
+    for (const auto& [pid, level] : tree)
+        if (level >= depth) kill(static_cast<pid_t>(pid), sig);
+}
+
 // The runner's process: resets what it inherited and becomes the runner. It dies with its
 // parent (parent-death signal), which it checks is still the one that started it. It gets the
 // caller's dispositions and mask back: dsh-confine installs no handler (it reads the signals
@@ -519,6 +569,15 @@ void kill_leftovers() noexcept {
     call_with(SYS_rt_sigprocmask, SIG_SETMASK, &setup.caller->mask, nullptr, 8);  // the caller's mask as it was
     call_with(SYS_dup3, setup.errWrite, 2, 0);
     if (setup.merge) call_with(SYS_dup3, setup.errWrite, 1, 0);
+    // Into the call's cgroups, and under its rlimits, before anything of the runner runs: the
+    // command and all it starts inherit both. Either failing is the runner's failure: nothing runs.
+    for (std::size_t i = 0; i < setup.joinCount; ++i)
+        if (call_with(SYS_write, setup.join[i], "0", 1) != 1) fail_setup("cannot join the call's cgroup");
+    for (std::size_t i = 0; i < setup.limitCount; ++i) {
+        const unsigned long long value[2] = {setup.limits[i].soft, setup.limits[i].hard};
+        if (call_with(SYS_prlimit64, 0, setup.limits[i].resource, value, nullptr) != 0)
+            fail_setup("cannot set the call's resource limits");
+    }
     if (setup.statusWrite >= 0) call_with(SYS_fcntl, setup.statusWrite, F_SETFD, 0);  // inherited by the runner only
     if (setup.launch != nullptr) exit_now((*setup.launch)());  // system calls only
     call_with(SYS_execve, setup.args[0], setup.args, environ);
@@ -610,7 +669,15 @@ long start_runner(const RunnerSetup& setup) {
         }
         if (call_with(SYS_wait4, command, &wait_status, WNOHANG, nullptr) == command) reaped = true;
     }
-    if (!reaped) call(SYS_kill, command, SIGKILL);
+    if (!reaped) {
+        // dsh-confine is gone, or ends the tree (a timeout's SIGKILL): the command goes first, and
+        // its status is still the run's.
+        call(SYS_kill, command, SIGKILL);
+        long waited = 0;
+        while ((waited = call_with(SYS_wait4, command, &wait_status, 0, nullptr)) == -EINTR) {
+        }
+        reaped = waited == command;
+    }
     kill_leftovers();
     if (reaped) {
         const KeeperReport ended{'W', wait_status};
@@ -671,6 +738,14 @@ void kill_leftovers() {
     sigprocmask(SIG_SETMASK, &setup.caller->mask, nullptr);  // the runner gets the caller's mask as it was
     dup2(setup.errWrite, 2);
     if (setup.merge) dup2(setup.errWrite, 1);
+    for (std::size_t i = 0; i < setup.limitCount; ++i) {
+        const struct rlimit value = {static_cast<rlim_t>(setup.limits[i].soft), static_cast<rlim_t>(setup.limits[i].hard)};
+        if (setrlimit(setup.limits[i].resource, &value) != 0) {
+            const char* message = "dsh-confine: error: RUNNER_EXEC: cannot set the call's resource limits\n";
+            (void)!write(2, message, std::strlen(message));
+            _exit(125);
+        }
+    }
     if (setup.statusWrite >= 0) fcntl(setup.statusWrite, F_SETFD, 0);  // inherited by the runner only
     if (setup.launch != nullptr) {
         // The runner's own code: its stdio buffers start empty (the caller flushed before
@@ -728,7 +803,13 @@ pid_t start_runner(const RunnerSetup& setup) {
         if (fds[1].revents & POLLIN) drain(g_wake[0]);
         if (waitpid(command, &wait_status, WNOHANG) == command) reaped = true;
     }
-    if (!reaped) kill(command, SIGKILL);
+    if (!reaped) {
+        kill(command, SIGKILL);  // dsh-confine is gone, or ends the tree: the command's status is still the run's
+        pid_t waited = 0;
+        while ((waited = waitpid(command, &wait_status, 0)) < 0 && errno == EINTR) {
+        }
+        reaped = waited == command;
+    }
     kill_leftovers();
     if (reaped) {
         const KeeperReport ended{'W', wait_status};
@@ -746,11 +827,28 @@ pid_t start_keeper(const KeeperSetup& setup) {
 
 }  // namespace
 
+std::vector<ResourceLimit> rlimits_for(const std::vector<LimitEnforcement>& enforcement) {
+    std::vector<ResourceLimit> out;
+    for (const auto& e : enforcement) {
+        if (e.mechanism != LimitMechanism::Rlimit) continue;
+        if (e.name == LimitName::Memory) out.push_back({RLIMIT_AS, e.value, e.value});
+        if (e.name == LimitName::Fsize) out.push_back({RLIMIT_FSIZE, e.value, e.value});
+        if (e.name == LimitName::Cpu) {
+            const unsigned long long seconds = (e.value + 999) / 1000;
+            out.push_back({RLIMIT_CPU, seconds, seconds + 1});
+        }
+    }
+    return out;
+}
+
 SupervisedRun supervise(std::vector<std::string> argv, const SuperviseOptions& options,
                         const std::function<void(std::string_view)>& on_stderr) {
     SupervisedRun run;
-    // The clock is read only when the duration is wanted: its first read touches a page too.
-    const auto began = options.timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    using Clock = std::chrono::steady_clock;
+    // The clock is read only when the duration or a deadline is wanted: its first read touches a
+    // page too.
+    const bool clocked = options.timed || options.timeout || options.watch;
+    const auto began = clocked ? Clock::now() : Clock::time_point{};
 #if defined(__linux__)
     const bool direct = options.runnerEndsTree;
 #else
@@ -799,8 +897,11 @@ SupervisedRun supervise(std::vector<std::string> argv, const SuperviseOptions& o
     }
     run.merged = stdout_is_stderr();
     std::fflush(nullptr);  // nothing buffered is written twice by a child that returns to C++
-    const RunnerSetup runner{args.data(), options.prepareHere ? &launch : nullptr, run.merged, err_pipe[1],
-                             status_pipe[1], &signals.caller()};
+    const RunnerSetup runner{args.data(),          options.prepareHere ? &launch : nullptr,
+                             run.merged,           err_pipe[1],
+                             status_pipe[1],       &signals.caller(),
+                             options.joinFds.data(), options.joinFds.size(),
+                             options.limits.data(), options.limits.size()};
     pid_t pid = -1;  // the keeper, or without one the runner itself
     if (direct) {
 #if defined(__linux__)
@@ -857,6 +958,59 @@ SupervisedRun supervise(std::vector<std::string> argv, const SuperviseOptions& o
         command = read_report(pid_report[0], record) && record.kind == 'P' ? record.value : pid;
     };
 
+    // Ending the tree (a timeout, or the watch's word): SIGTERM to each of its processes, then, once
+    // killAfter has passed, SIGKILL to all. Without a keeper the runner is bubblewrap, whose own
+    // death ends its pid namespace; with one, the keeper kills and reaps all when dsh-confine
+    // closes its end of `alive` (as at dsh-confine's death), then still reports the status.
+    std::optional<Clock::time_point> timeout_at, watch_at, kill_at;
+    if (options.timeout) timeout_at = began + *options.timeout;
+    if (options.watch) watch_at = began;
+    const auto signal_tree = [&](int sig) {
+#if defined(__linux__)
+        // Under bubblewrap not bubblewrap itself (it dies of SIGTERM and takes the sandbox at
+        // once), nor the sandbox's pid 1 (which ignores it): the command and all below.
+        signal_descendants(pid, direct && options.commandIsGrandchild ? 2 : 1, sig);
+#else
+        if (command < 0) read_pid();
+        kill(command > 0 ? command : pid, sig);
+#endif
+        run.forwardedSignals |= 1U << sig;
+    };
+    const auto end_tree = [&](TreeEnd why, Clock::time_point now) {
+        run.ended = why;
+        timeout_at.reset();
+        watch_at.reset();
+        signal_tree(SIGTERM);
+        kill_at = now + options.killAfter;
+    };
+    const auto kill_tree = [&] {
+        kill_at.reset();
+        if (direct) kill(pid, SIGKILL);
+        else if (alive[1] >= 0) close(alive[1]), alive[1] = -1;
+    };
+    // The deadlines that have passed, acted on; nothing is read (not even the clock) without one.
+    const auto check_clock = [&] {
+        if (tree_done || (!timeout_at && !watch_at && !kill_at)) return;
+        const Clock::time_point now = Clock::now();
+        if (kill_at && now >= *kill_at) kill_tree();
+        if (timeout_at && now >= *timeout_at) {
+            end_tree(TreeEnd::Timeout, now);
+        } else if (watch_at && now >= *watch_at) {
+            if (const auto next = options.watch()) watch_at = now + *next;
+            else end_tree(TreeEnd::Watch, now);
+        }
+    };
+    // How long poll may wait: until the next deadline, or for ever.
+    const auto wait_ms = [&]() -> int {
+        if (tree_done) return 0;
+        std::optional<Clock::time_point> next;
+        for (const auto& at : {timeout_at, watch_at, kill_at})
+            if (at && (!next || *at < *next)) next = at;
+        if (!next) return -1;
+        const auto left = std::chrono::ceil<std::chrono::milliseconds>(*next - Clock::now()).count();
+        return static_cast<int>(std::clamp<long long>(left, 0, 1 << 30));
+    };
+
     // Only stderr, the keeper's reports and the signals are watched while the command runs.
     // The start proof is small and waits in its pipe until the command is done: a wake-up
     // fewer per call.
@@ -879,12 +1033,16 @@ SupervisedRun supervise(std::vector<std::string> argv, const SuperviseOptions& o
         // Once the tree is gone, what is left in stderr is read without waiting for its end:
         // on Linux every writer was killed first, but where it cannot be (macOS) a process the
         // command left behind may hold the pipe open.
-        const int ready = poll(fds, 3, tree_done ? 0 : -1);
+        const int ready = poll(fds, 3, wait_ms());
         if (ready < 0) {
             if (errno == EINTR) continue;
             break;
         }
-        if (ready == 0) break;
+        check_clock();
+        if (ready == 0) {
+            if (tree_done) break;
+            continue;
+        }
         if (fds[2].revents & POLLIN) {
             bool child = false;
             const unsigned pending = signals.take(child);
@@ -935,8 +1093,7 @@ SupervisedRun supervise(std::vector<std::string> argv, const SuperviseOptions& o
     else if (WIFSIGNALED(wait_status)) run.signal = WTERMSIG(wait_status);
     run.started = judge_start(options.proof, status);
     run.execFailed = options.proof == StartProof::ExecMarker && status == "SF";
-    if (options.timed)
-        run.durationMs = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - began).count();
+    if (options.timed) run.durationMs = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - began).count();
     return run;
 }
 

@@ -3,11 +3,14 @@
 // runner's proof of start collected where the backend offers one.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "../../lib/run_limits.hpp"
 
 namespace dsh::posix {
 
@@ -17,6 +20,25 @@ enum class StartProof {
                  // before execve, 'F' if execve failed
 };
 
+// Why the command's tree ended.
+enum class TreeEnd {
+    ByItself,  // the command ended (or dsh-confine was left without a watch)
+    Timeout,   // SuperviseOptions::timeout passed: dsh-confine ended it
+    Watch,     // SuperviseOptions::watch asked: dsh-confine ended it
+};
+
+// An rlimit the runner's process sets on itself (setrlimit's resource, soft and hard values)
+// before it becomes the runner: inherited by everything the command starts.
+struct ResourceLimit {
+    int resource;
+    unsigned long long soft, hard;
+};
+
+// The rlimits of the limits decided to be rlimits (RLIMIT_AS, RLIMIT_CPU, RLIMIT_FSIZE): soft and
+// hard alike, but for CPU time, whose soft limit (whole seconds, rounded up) brings SIGXCPU and a
+// hard one a second later SIGKILL.
+std::vector<ResourceLimit> rlimits_for(const std::vector<LimitEnforcement>& enforcement);
+
 struct SupervisedRun {
     bool spawned = false;
     std::string spawnError;
@@ -24,7 +46,8 @@ struct SupervisedRun {
     int signal = 0;      // when a signal ended it
     std::optional<bool> started;  // from the proof, when there is one
     bool execFailed = false;      // the runner reached the command's execve, which failed
-    unsigned forwardedSignals = 0;  // bit N set: signal N was forwarded to the command
+    unsigned forwardedSignals = 0;  // bit N set: dsh-confine sent signal N to the command (forwarded, or to end it)
+    TreeEnd ended = TreeEnd::ByItself;
     bool merged = false;            // stdout and stderr were one open file: passed through as one stream
     long long durationMs = 0;  // with SuperviseOptions::timed
 };
@@ -62,6 +85,21 @@ struct SuperviseOptions {
     bool runnerEndsTree = false;
     // SupervisedRun::durationMs is measured (otherwise 0).
     bool timed = true;
+    // Ends the command's whole tree this long after the start: SIGTERM to each of its processes
+    // (on Linux: every descendant of the keeper, or of the sandbox's pid 1 under bubblewrap; a
+    // process forked while it is sent may miss it), then, `killAfter` later, SIGKILL to all of
+    // them (the keeper's rounds, or bubblewrap's end, which ends its pid namespace).
+    std::optional<std::chrono::milliseconds> timeout;
+    std::chrono::milliseconds killAfter{5000};
+    // Asked right after the start, then again after each delay it answers, while the tree runs:
+    // nullopt ends the tree as a timeout would (TreeEnd::Watch). A limit the host counts but does
+    // not enforce itself: the CPU time of a cgroup.
+    std::function<std::optional<std::chrono::milliseconds>()> watch;
+    // Written "0" by the runner's process before it becomes the runner (cgroup.procs files: it
+    // moves itself, and so everything it starts, into the call's cgroups); a failed write or
+    // setrlimit ends it with status 125 before the runner runs.
+    std::vector<int> joinFds;
+    std::vector<ResourceLimit> limits;
 };
 
 // Runs argv and watches it. Between dsh-confine and the runner sits a keeper process, the

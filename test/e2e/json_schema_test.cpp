@@ -351,6 +351,42 @@ TEST_F(JsonSchema, RunReportUnconfined) {
     EXPECT_TRUE(Valid(schema("report.schema.json"), e2e::read_file(report)));
 }
 
+// A timeout and a limit: the outcomes, the verdicts of the same names and the limits list are
+// tied together, and a report that names a limit without that outcome is refused.
+TEST_F(JsonSchema, RunReportOfATimeoutAndOfALimit) {
+    E2E_REQUIRE(usable("bwrap") || usable("landlock"), "no usable backend here");
+    const std::string report = scratch / "report.json";
+    EXPECT_EQ(dsh({"run", "--timeout", "200ms", "--limit", "fsize=1M", "--report", report, "--", "sleep", "30"}).status, 124);
+    EXPECT_TRUE(contains(e2e::read_file(report), "\"outcome\":\"timeout\"")) << e2e::read_file(report);
+    EXPECT_TRUE(Valid(schema("report.schema.json"), e2e::read_file(report)));
+    const ordered_json timed_out = ordered_json::parse(e2e::read_file(report));
+    ordered_json no_timeout = timed_out;
+    no_timeout["timeoutMs"] = nullptr;
+    EXPECT_TRUE(Invalid(schema("report.schema.json"), no_timeout.dump()));
+    ordered_json exited = timed_out;
+    exited["outcome"] = "exited";
+    EXPECT_TRUE(Invalid(schema("report.schema.json"), exited.dump())) << "a timeout verdict without the outcome";
+    ordered_json named = timed_out;
+    named["limit"] = "memory";
+    EXPECT_TRUE(Invalid(schema("report.schema.json"), named.dump()));
+    EXPECT_EQ(dsh({"run", "--mode", "danger-full-access", "--timeout", "200ms", "--report", report, "--", "sleep", "30"}).status, 124);
+    EXPECT_TRUE(Valid(schema("report.schema.json"), e2e::read_file(report)));
+    ordered_json unscoped = timed_out;
+    unscoped["limits"][0]["scope"] = "none";
+    EXPECT_TRUE(Invalid(schema("report.schema.json"), unscoped.dump())) << "an rlimit bounds something";
+
+    E2E_REQUIRE(getuid() == 0, "the memory limit's cgroup is made as root here");
+    EXPECT_NE(dsh({"run", "--limit", "memory=16M", "--limit", "pids=20", "--report", report, "--", "sh", "-c",
+                   "head -c 64M /dev/zero | tail"})
+                  .status,
+              0);
+    EXPECT_TRUE(contains(e2e::read_file(report), "\"outcome\":\"limit\",\"limit\":\"memory\"")) << e2e::read_file(report);
+    EXPECT_TRUE(Valid(schema("report.schema.json"), e2e::read_file(report)));
+    ordered_json unnamed = ordered_json::parse(e2e::read_file(report));
+    unnamed["limit"] = nullptr;
+    EXPECT_TRUE(Invalid(schema("report.schema.json"), unnamed.dump()));
+}
+
 // dsh-confine's own failure before anything ran: an `error` object instead of a verdict. The
 // shape is strict both ways: an error report with a verdict, or a report that claims a start,
 // is refused, and so is a report that has neither an error nor a verdict.

@@ -151,6 +151,8 @@ offers classify dsh-confine cl || fail "bash: 'dsh-confine cl' does not complete
 offers workspace-write dsh-confine --mode wo || fail "bash: '--mode wo' does not complete"
 offers json dsh-confine classify --format j || fail "bash: 'classify --format j' does not complete"
 offers --report dsh-confine run --rep || fail "bash: 'run --rep' does not complete"
+offers --timeout dsh-confine run --tim || fail "bash: 'run --tim' does not complete"
+offers memory= dsh-confine run --limit m || fail "bash: 'run --limit m' does not complete"
 # --backend offers this system's backends and no other: seatbelt and restricted-token fail on
 # Linux (classify's too). The unpacked binary must accept each one offered, below.
 backends=(bwrap landlock)
