@@ -348,9 +348,11 @@ private:
             made(shared / "hooks", true);
             kept_directory(shared / "objects");
             kept_directory(shared / "refs");
-            // The older places a remote is named in: `.git/remotes/NAME` is read when the config
-            // names no such remote (a push to a path runs that repository's hooks).
-            made(shared / "remotes", true);
+            // The older places a remote is named in: `.git/remotes/NAME` and `.git/branches/NAME`
+            // are read when the config names no such remote (a push to a path runs that
+            // repository's hooks). Kept where they exist; a `remotes` the command makes is removed
+            // when the call ends (git_check).
+            read_only(shared / "remotes");
             read_only(shared / "branches");
             if (worktree_config) made(git / "config.worktree", false);
             else read_only(git / "config.worktree");

@@ -165,6 +165,8 @@ std::optional<Recorded> record(const std::string& gitdir, std::string& why) {
     out.objectsMode = mode_of(out.directory, "objects");
     out.refsMode = mode_of(out.directory, "refs");
     out.links = symlinks_at(out.directory);
+    struct stat st {};
+    out.hadRemotes = fstatat(out.directory, "remotes", &st, AT_SYMLINK_NOFOLLOW) == 0;
     return out;
 }
 
@@ -188,6 +190,13 @@ Restored restore(const Recorded& recorded) {
                                                        "directory's config and hooks)");
         else
             failed("remove " + where + "/commondir, which the command planted");
+    }
+    if (!recorded.hadRemotes && fstatat(recorded.directory, "remotes", &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        if (move_aside(recorded.directory, "remotes"))
+            out.repairs.push_back("removed " + where + "/remotes, which the command made (a remote named there is one a "
+                                                       "push goes to when the config names none)");
+        else
+            failed("remove " + where + "/remotes, which the command made");
     }
     for (const auto& link : symlinks_at(recorded.directory))
         if (recorded.links.count(link) == 0) {

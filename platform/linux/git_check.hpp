@@ -41,6 +41,7 @@ struct Recorded {
     mode_t objectsMode = 0;
     mode_t refsMode = 0;
     std::set<std::string> links;  // symlinks where git writes (its top, logs/, worktrees/, modules/), before
+    bool hadRemotes = false;      // .git/remotes existed (then it is kept read-only; else one made is removed)
 };
 
 // Records `gitdir` (absolute, reached without symlinks): nullopt with `why` when it cannot be

@@ -201,6 +201,9 @@ protected:
     void make_repo(const std::string& path) const {
         ASSERT_EQ(git(path, {"init", "-q"}).status, 0);
         ASSERT_EQ(git(path, {"commit", "-q", "--allow-empty", "-m", "first"}).status, 0);
+        // git's template makes an empty branches/ (an old place remotes are named in, which is
+        // protected too): these tests list hooks and config alone.
+        rmdir((path + "/.git/branches").c_str());
         e2e::write_file(path + "/.git/hooks/pre-commit", "#!/bin/sh\nexit 0\n");
         chmod((path + "/.git/hooks/pre-commit").c_str(), 0755);
         own(path + "/.git/hooks/pre-commit");
@@ -413,6 +416,7 @@ TEST_P(ProtectedPaths, BwrapKeepsTheGitDirAndCommonDirOfAGitFile) {
         const std::string sep = dir("sep" + n);
         EXPECT_EQ(git(sep, {"init", "-q", "--separate-git-dir", store + "/gd"}).status, 0);
         EXPECT_EQ(git(sep, {"commit", "-q", "--allow-empty", "-m", "first"}).status, 0);
+        rmdir((store + "/gd/branches").c_str());  // git's template's, as make_repo
         e2e::write_file(store + "/gd/hooks/pre-commit", "#!/bin/sh\nexit 0\n");
         own(store + "/gd/hooks/pre-commit");
         return {sep, store, {store + "/gd/config", store + "/gd/hooks", sep + "/.git"}};

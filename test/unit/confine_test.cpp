@@ -464,8 +464,7 @@ TEST_F(ProtectedPathsFound, ARootsRepositoryItsNamingPathsReadOnlyItsLayoutKeptA
     EXPECT_EQ(plan.readOnly, (std::vector<std::string>{git + "/config", git + "/hooks"}));
     EXPECT_EQ(plan.keptInPlace, (std::vector<std::string>{git + "/objects", git + "/refs"}));
     EXPECT_EQ(plan.checkedAtEnd, std::vector<std::string>{git});
-    // .git/remotes, the older place a remote is named in, made empty where missing.
-    EXPECT_EQ(plan.madeDirectories, std::vector<std::string>{git + "/remotes"});
+    EXPECT_TRUE(plan.madeDirectories.empty());
     EXPECT_FALSE(plan.notes.empty());
     EXPECT_FALSE(plan.bounded);
 }
@@ -475,7 +474,7 @@ TEST_F(ProtectedPathsFound, AMissingHooksDirectoryIsMadeAndAWorktreeConfigGitWou
     const std::string git = repository("ws/.git", false);
     tmp.file("ws/.git/config", "[core]\n\tbare = false\n[Extensions]\n\tworktreeConfig = yes\n");
     const GitPlan plan = plan_git_protection({ws}, GitMode::Protect, {});
-    EXPECT_EQ(plan.madeDirectories, (std::vector<std::string>{git + "/hooks", git + "/remotes"}));
+    EXPECT_EQ(plan.madeDirectories, std::vector<std::string>{git + "/hooks"});
     EXPECT_EQ(plan.madeFiles, std::vector<std::string>{git + "/config.worktree"});
     tmp.file("ws/.git/config", "[core]\n\tworktreeConfig = true\n");  // not in [extensions]: git ignores it
     EXPECT_TRUE(plan_git_protection({ws}, GitMode::Protect, {}).madeFiles.empty());
@@ -664,7 +663,7 @@ TEST_F(Confine, ProtectedPathsAreLookedForInWorkspaceWriteOnly) {
     r.policy.workspaceRoot = ws;
     confine_call(r, config, host());
     ASSERT_TRUE(backend->lastPolicy.has_value());
-    EXPECT_EQ(backend->lastPolicy->protectedPaths, (std::vector<std::string>{ws + "/.git/hooks", ws + "/.git/remotes"}));
+    EXPECT_EQ(backend->lastPolicy->protectedPaths, std::vector<std::string>{ws + "/.git/hooks"});
     r.policy.mode = SandboxMode::ReadOnly;
     confine_call(r, config, host());
     EXPECT_TRUE(backend->lastPolicy->protectedPaths.empty());
