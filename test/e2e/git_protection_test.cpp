@@ -10,7 +10,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -286,6 +288,107 @@ TEST_P(GitLayouts, ReadOnlyKeepsTheWholeGitDirectoryAndWritableGivesItUp) {
         confined("printf '#!/bin/sh\\ntrue\\n' > .git/hooks/pre-commit && echo written", {"--git", "writable"});
     EXPECT_EQ(e2e::first_line(loose.out), "written") << loose.err;
     EXPECT_TRUE(exists(ws + "/.git/hooks/pre-commit"));
+}
+
+// A red-team pass's attacks on the end-of-call repair itself: names planted where the repair
+// writes, the stage's own resource limits lowered from inside (prlimit on the parent), a HEAD
+// turned into a directory deeper than the descriptors allow to remove.
+TEST_P(GitLayouts, TheRepairCannotBeBlockedOrStarved) {
+    const std::string plant =
+        "mkdir -p objects refs/heads; echo 'ref: refs/heads/main' > HEAD; "
+        "printf '[core]\\n\\tbare = true\\n\\tfsmonitor = " + evil + "\\n' > config; ";
+    for (const std::string& breaking :
+         {std::string("rm .git/HEAD; for n in 1 2 3 4 5 6 7 8 9; do mkdir -p .git/HEAD.dsh-confine-$n/x; done"),
+          std::string("rm .git/HEAD; prlimit --pid $PPID --fsize=0:0; prlimit --pid $PPID --nofile=0:0; true"),
+          std::string("rm .git/HEAD; perl -e 'mkdir q(.git/HEAD); chdir q(.git/HEAD); for (1..1100) { mkdir q(a); chdir q(a) }'")}) {
+        const e2e::Result call = confined(plant + breaking + "; exit 0");
+        EXPECT_EQ(call.status, 0) << breaking << ": " << call.err;
+        EXPECT_EQ(call.err.find("dsh-confine: error: GIT:"), std::string::npos) << breaking << ": " << call.err;
+        expect_git_untouched(breaking);
+        for (const char* name : {"objects", "refs", "HEAD", "config"}) fs::remove_all(ws + "/" + name);
+    }
+}
+
+// Two calls on one workspace: the second starts while the first has the repository broken, and
+// must not take that for what to restore (nor put a broken mode back).
+TEST_P(GitLayouts, TwoCallsAtOnceLeaveTheRepositoryValid) {
+    const std::string plant =
+        "mkdir -p objects refs/heads; echo 'ref: refs/heads/main' > HEAD; "
+        "printf '[core]\\n\\tbare = true\\n\\tfsmonitor = " + evil + "\\n' > config; ";
+    const std::string ready = base / "ready";
+    std::thread first([&] {
+        confined(plant + "rm .git/HEAD; chmod 000 .git/objects; echo " + ws + "/sub > .git/commondir; touch " + ready +
+                 "; sleep 1");
+    });
+    for (int i = 0; i < 200 && !exists(ready); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const e2e::Result second = confined("sleep 2; rm -f .git/HEAD; echo " + ws + "/sub > .git/commondir; exit 0");
+    first.join();
+    EXPECT_EQ(second.status, 0) << second.err;
+    EXPECT_FALSE(exists(ws + "/.git/commondir"));
+    struct stat st {};
+    ASSERT_EQ(stat((ws + "/.git/objects").c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & S_IRWXU, S_IRWXU) << "objects/ left unusable";
+    expect_git_untouched("two calls");
+}
+
+// What the repository's config points into the worktree (a hooks directory, an include), the
+// older remotes file, and symlinks planted where git writes.
+TEST_P(GitLayouts, HooksPathIncludesRemotesAndPlantedSymlinks) {
+    make_dir(ws + "/.husky");
+    write(ws + "/project.gitconfig", "");
+    git({"config", "core.hooksPath", ".husky"}, ws);
+    git({"config", "include.path", "../project.gitconfig"}, ws);
+    const std::string victim = base / "victim";
+    make_dir(victim);
+    write(victim + "/keep", "keep\n");
+    const e2e::Result call = confined(
+        "printf '#!/bin/sh\\n" + evil + "\\n' > .husky/pre-commit; chmod +x .husky/pre-commit; "
+        "printf '[core]\\n\\tfsmonitor = " + evil + "\\n' >> project.gitconfig; "
+        "git init -q --bare sub/remote.git && printf '#!/bin/sh\\n" + evil + "\\n' > sub/remote.git/hooks/pre-receive && "
+        "chmod +x sub/remote.git/hooks/pre-receive; mkdir -p .git/remotes && echo 'URL: " + ws + "/sub/remote.git' > .git/remotes/origin; "
+        "mkdir -p .git/worktrees; ln -s " + victim + " .git/worktrees/x; rm -rf .git/logs; ln -s " + victim + " .git/logs; exit 0");
+    EXPECT_EQ(call.status, 0) << call.err;
+    EXPECT_FALSE(exists(ws + "/.husky/pre-commit"));
+    EXPECT_EQ(read_file(ws + "/project.gitconfig"), "");
+    EXPECT_FALSE(exists(ws + "/.git/remotes"));
+    EXPECT_FALSE(fs::is_symlink(ws + "/.git/worktrees/x"));
+    EXPECT_FALSE(fs::is_symlink(ws + "/.git/logs"));
+    git({"commit", "-q", "--allow-empty", "-m", "two"}, ws);
+    git({"push", "-q"}, ws);
+    git({"gc", "-q", "--prune=now"}, ws);
+    git({"worktree", "prune"}, ws);
+    EXPECT_EQ(read_file(victim + "/keep"), "keep\n") << "host git wrote through a planted symlink";
+    EXPECT_FALSE(exists(victim + "/HEAD"));
+    expect_git_untouched("hooksPath, include, remotes, symlinks");
+}
+
+// .gitmodules read as git reads it: a call that rewrites it (comments, quotes) cannot make the
+// next call's plan drop a submodule's .git file.
+TEST_P(GitLayouts, ARewrittenGitmodulesStillNamesTheSubmodule) {
+    const std::string lib = base / "lib";
+    make_dir(lib);
+    git({"init", "-q", "-b", "main", "."}, lib);
+    git({"commit", "-q", "--allow-empty", "-m", "x"}, lib);
+    ASSERT_EQ(git({"-c", "protocol.file.allow=always", "submodule", "add", "-q", lib, "sub/lib"}, ws).status, 0);
+    git({"commit", "-q", "-m", "submodule"}, ws);
+    ASSERT_EQ(confined("sed -i 's|path = sub/lib|path = \"sub/lib\" ; moved|' .gitmodules").status, 0);
+    const e2e::Result call = confined(
+        "mkdir -p e && cp -r .git/modules/sub/lib/. e/ && printf '[core]\\n\\tfsmonitor = " + evil + "\\n' >> e/config; "
+        "echo 'gitdir: ../../e' > sub/lib/.git; exit 0");
+    EXPECT_EQ(call.status, 0) << call.err;
+    EXPECT_EQ(read_file(ws + "/sub/lib/.git"), "gitdir: ../../.git/modules/sub/lib\n");
+    git({"status"}, ws);
+    EXPECT_FALSE(exists(sentinel));
+}
+
+// A writable root that is itself a git directory (a .git given as a root, a bare repository).
+TEST_P(GitLayouts, AGitDirectoryGivenAsAWritableRootIsProtected) {
+    const e2e::Result call = confined("git --git-dir=" + ws + "/.git config core.fsmonitor " + evil + "; "
+                                      "rm -f " + ws + "/.git/HEAD; exit 0",
+                                      {"--writable-root", ws + "/.git"});
+    EXPECT_EQ(call.status, 0) << call.err;
+    EXPECT_EQ(read_file(ws + "/.git/config").find(evil), std::string::npos);
+    expect_git_untouched("a .git as a writable root");
 }
 
 INSTANTIATE_TEST_SUITE_P(Linux, GitLayouts,
