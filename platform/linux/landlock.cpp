@@ -215,7 +215,7 @@ linux_runner::Launch prepare_confined(const RunnerArgs& args, const std::vector<
     // netlink. The guard's socket rules refuse every socket that could reach them; TCP is also
     // refused by the ruleset where the ABI has it.
     if (args.denyNetwork) guard.sockets = linux_guard::SocketRules::Local;
-    if (hosts) guard.sockets = linux_guard::SocketRules::Proxied;
+    if (hosts) guard.sockets = linux_guard::SocketRules::ProxiedOnHost;
     return linux_runner::prepare_launch(argv, args.statusFd, args.keepFds, "LANDLOCK", guard, ruleset);
 }
 

@@ -29,7 +29,7 @@
 // socket() of AF_INET or AF_INET6 with type SOCK_STREAM and protocol 0 or IPPROTO_TCP, so the
 // command can reach the proxy's loopback port (under bubblewrap its network namespace has
 // nothing else; under Landlock its TCP rules allow the proxy's port alone); UDP, raw, SCTP and
-// MPTCP sockets are EPERM.
+// MPTCP sockets are EPERM; under Landlock (the host's network namespace) listen(2) is EPERM too.
 // What the filter does not see: descriptors the command inherits (stdin, stdout, stderr, and
 // those kept with --keep-fd), which keep working as they are.
 //
@@ -51,9 +51,12 @@ namespace dsh::linux_guard {
 enum class SocketRules {
     Any,   // the network allowed: sockets are not the filter's concern
     Local,  // the network denied: NETLINK_ROUTE, and stream and seqpacket socketpairs only
-    Proxied  // the network through the proxy: Local's, and TCP over IPv4 and IPv6
+    Proxied,  // the network through the proxy: Local's, and TCP over IPv4 and IPv6
+    // The same in the host's network namespace (Landlock): and no listen(2), which would bind an
+    // unbound TCP socket to an ephemeral port on every address (Landlock governs bind(2) only).
+    ProxiedOnHost
 };
-inline constexpr std::array kSocketRules = {SocketRules::Any, SocketRules::Local, SocketRules::Proxied};
+inline constexpr std::array kSocketRules = {SocketRules::Any, SocketRules::Local, SocketRules::Proxied, SocketRules::ProxiedOnHost};
 
 struct GuardOptions {
     bool metadataIoctls = false;            // also refuse the metadata-changing ioctls listed above (EPERM)

@@ -65,6 +65,7 @@ void add_socket_rules(SocketRules rules, std::vector<Refusal>& out) {
         return;
     case SocketRules::Local:
     case SocketRules::Proxied:
+    case SocketRules::ProxiedOnHost:
         if (rules == SocketRules::Local) {
             // socket(): AF_NETLINK with NETLINK_ROUTE, and nothing else.
             out.push_back({"socket", EPERM, {is_not(0, AF_NETLINK)}});
@@ -93,6 +94,7 @@ void add_socket_rules(SocketRules rules, std::vector<Refusal>& out) {
         for (std::uint64_t type = 0; type <= kSocketTypeMask; ++type)
             if (type != SOCK_STREAM && type != SOCK_SEQPACKET)
                 out.push_back({"socketpair", EPERM, {masked_is(1, kSocketTypeMask, type)}});
+        if (rules == SocketRules::ProxiedOnHost) out.push_back({"listen", EPERM, {}});
         // io_uring makes and connects sockets without socket(2): ENOSYS, on which its users
         // fall back to ordinary syscalls.
         out.push_back({"io_uring_setup", ENOSYS, {}});
