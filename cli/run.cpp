@@ -284,6 +284,8 @@ int supervise_and_report(const Planned& planned, const std::vector<std::string>&
             confined.argv.assign(runner_argv, runner_argv + argc);
             return platform::prepare_plan(confined, *planned.confinedPolicy, argv, planned.resolved.config);
         };
+    options.stageHoldsCall = planned.plan.confined && planned.plan.confined->backend == "bwrap" &&
+                             !planned.plan.confined->git.checkedAtEnd.empty();
     options.runnerEndsTree = proof.runnerEndsTree;
     options.timed = sink.wanted();  // the duration is only in the report
     options.timeout = bounds.timeout;

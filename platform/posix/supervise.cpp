@@ -983,8 +983,18 @@ SupervisedRun supervise(std::vector<std::string> argv, const SuperviseOptions& o
         signal_tree(SIGTERM);
         kill_at = now + options.killAfter;
     };
+    bool stage_spared = false;
     const auto kill_tree = [&] {
         kill_at.reset();
+#if defined(__linux__)
+        if (direct && options.commandIsGrandchild && options.stageHoldsCall && !stage_spared) {
+            // bubblewrap, its pid 1, the stage, then the command and all below: those die now.
+            signal_descendants(pid, 3, SIGKILL);
+            stage_spared = true;
+            kill_at = Clock::now() + std::chrono::seconds(2);
+            return;
+        }
+#endif
         if (direct) kill(pid, SIGKILL);
         else if (alive[1] >= 0) close(alive[1]), alive[1] = -1;
     };

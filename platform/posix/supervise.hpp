@@ -83,6 +83,10 @@ struct SuperviseOptions {
     // (bubblewrap with --unshare-pid and --die-with-parent): no keeper is needed between them.
     // dsh-confine is then the runner's parent and the subreaper of what the runner leaves.
     bool runnerEndsTree = false;
+    // Under bubblewrap, the stage stays as the command's parent to check git's repositories when
+    // it ends (bwrap_stage.hpp): a tree ended by SIGKILL loses all below the stage first, and the
+    // stage a moment to check and exit, before bubblewrap is killed.
+    bool stageHoldsCall = false;
     // SupervisedRun::durationMs is measured (otherwise 0).
     bool timed = true;
     // Ends the command's whole tree this long after the start: SIGTERM to each of its processes

@@ -391,6 +391,19 @@ TEST_P(GitLayouts, AGitDirectoryGivenAsAWritableRootIsProtected) {
     expect_git_untouched("a .git as a writable root");
 }
 
+// `run --timeout` ending a command that ignores SIGTERM: the command's tree is killed, the stage
+// that holds the call still checks the repository before bubblewrap goes.
+TEST_P(GitLayouts, ATimeoutsKillStillLeavesTheRepositoryValid) {
+    const e2e::Result call = dsh({"run", "--timeout", "1s", "--kill-after", "1s", "--backend", "bwrap", "--mode",
+                                  "workspace-write", "--workspace-root", ws, "--", "/bin/sh", "-c",
+                                  "trap '' TERM; mkdir -p objects refs/heads; echo 'ref: refs/heads/main' > HEAD; "
+                                  "printf '[core]\\n\\tbare = true\\n\\tfsmonitor = " + evil + "\\n' > config; "
+                                  "rm .git/HEAD; sleep 30"},
+                                 ws);
+    EXPECT_EQ(call.status, 124) << call.err;
+    expect_git_untouched("a timeout's kill");
+}
+
 INSTANTIATE_TEST_SUITE_P(Linux, GitLayouts,
                          ::testing::Combine(::testing::Values("root", "nobody"), ::testing::Values(Form::Exec)),
                          param_name);
