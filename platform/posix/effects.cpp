@@ -133,7 +133,7 @@ int perform_effect(const std::string& op, const std::vector<std::string>& a) {
     // The outside review's git attack: the repository in WS made invalid (its HEAD removed) and WS
     // itself made a bare repository, which git then takes for the one in WS.
     if (op == "plant-bare" && need(1)) {
-        const std::string ws = a[0];
+        const std::string& ws = a[0];
         if (unlink((ws + "/.git/HEAD").c_str()) != 0) return refused("unlink " + ws + "/.git/HEAD");
         mkdir((ws + "/objects").c_str(), 0755);
         mkdir((ws + "/refs").c_str(), 0755);
