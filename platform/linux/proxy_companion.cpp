@@ -66,6 +66,7 @@ std::vector<int> receive_listeners(int channel, int owner) {
 // The proxy's own process: what it keeps, then the proxy until its owner ends.
 [[noreturn]] void serve(const std::vector<std::string>& allow, std::vector<int> listen_fds, int channel, int owner) {
     setsid();
+    if (chdir("/") != 0) _exit(1);  // nothing of the workspace held open here
     // stdin and stdout are the command's business (a pipe `run` reads to its end must not stay
     // open here); stderr takes the refusals.
     if (const int null = open("/dev/null", O_RDWR | O_CLOEXEC); null >= 0) {
