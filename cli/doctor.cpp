@@ -58,6 +58,16 @@ int run_doctor(const DoctorOptions& options) {
         for (const auto& [key, value] : report.facts) facts[key] = value;
         item["facts"] = facts;
         item["probe"] = probe;
+        // The hosts network: what the backend offers, when the backend itself is usable.
+        const HostsNetworkSupport& hosts = report.hostsNetwork;
+        const bool hosts_available = ok && hosts.available;
+        item["hostsNetwork"] = {
+            {"available", hosts_available},
+            {"reason", hosts_available ? std::string() : !hosts.available ? hosts.reason : "the backend is unusable here"},
+            {"enforcement", hosts_available && hosts.enforcement ? nlohmann::ordered_json(std::string(to_string(*hosts.enforcement)))
+                                                                 : nlohmann::ordered_json(nullptr)},
+            {"mechanism", hosts.mechanism},
+            {"gaps", hosts_available ? hosts.gaps : std::vector<std::string>{}}};
         if (ok) usable.push_back(backend);
         if (ok && !selected && item["inChain"].get<bool>()) selected = report.name;
         list.push_back(item);
@@ -106,6 +116,13 @@ int run_doctor(const DoctorOptions& options) {
         if (!item["enforcement"].is_null()) text += "  enforcement: " + item["enforcement"].get<std::string>() + "\n";
         for (const auto& gap : item["enforcementGaps"]) text += "  gap: " + gap.get<std::string>() + "\n";
         for (const auto& [key, value] : item["facts"].items()) text += "  " + key + ": " + value.get<std::string>() + "\n";
+        const auto& hosts = item["hostsNetwork"];
+        if (hosts["available"].get<bool>()) {
+            text += "  hosts network: " + hosts["enforcement"].get<std::string>() + ": " + hosts["mechanism"].get<std::string>() + "\n";
+            for (const auto& gap : hosts["gaps"]) text += "  hosts network gap: " + gap.get<std::string>() + "\n";
+        } else {
+            text += "  hosts network: unavailable (" + hosts["reason"].get<std::string>() + ")\n";
+        }
     }
     text += "\nprobe cache: " + (cache_path && config.probeCache ? *cache_path : std::string("disabled")) + "\n";
     if (git.is_null()) {

@@ -24,12 +24,17 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#if !defined(_WIN32)
+#include <poll.h>
+#include <sys/socket.h>
+#endif
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include "../lib/classify.hpp"
 #include "../lib/error.hpp"
+#include "../lib/host_pattern.hpp"
 #include "../lib/policy.hpp"
 #include "../lib/run_limits.hpp"
 #include "../platform/platform.hpp"
@@ -167,9 +172,110 @@ ojson failure_report(const std::optional<SandboxExecutionPolicy>& policy, const 
     report["outcome"] = "not-started";
     report["limit"] = nullptr;
     add_bounds(report, RunBounds{}, {}, false);
+    report["refusedHosts"] = ojson::array();
     report["error"] = {{"code", code_name}, {"message", message}};
     return report;
 }
+
+// The hosts the allow-list proxy refused during the call, with counts, in the order of their first
+// refusal: read from the socket only `run` and the proxy hold (`--refusals-fd`), so the command,
+// which never gets it, cannot add to or hide from the list. At most kMaxRefusedHosts hosts are
+// listed; later ones are not counted.
+class RefusedHosts {
+public:
+    static constexpr std::size_t kMaxRefusedHosts = 256;
+
+    // `run`'s end of the socket (-1: the call has no proxy) and the proxy's, passed to the runner.
+    bool open() {
+#if defined(_WIN32)
+        return false;
+#else
+        int pair[2];
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0)
+            throw Error(code::RunnerExec, std::string("socketpair (the proxy's refusals): ") + std::strerror(errno));
+        ours_ = pair[0];
+        theirs_ = pair[1];
+        return true;
+#endif
+    }
+    ~RefusedHosts() {
+        if (ours_ >= 0) close(ours_);
+        if (theirs_ >= 0) close(theirs_);
+    }
+    RefusedHosts() = default;
+    RefusedHosts(const RefusedHosts&) = delete;
+    RefusedHosts& operator=(const RefusedHosts&) = delete;
+
+    int ours() const { return ours_; }
+    // The proxy's end, handed over to supervise (which closes it).
+    int release_theirs() { return std::exchange(theirs_, -1); }
+
+    void feed(std::string_view chunk) {
+        for (char c : chunk) {
+            if (c != '\n') {
+                if (pending_.size() < 300) pending_ += c;  // a name is at most 253 bytes, with [ ] and :PORT
+                continue;
+            }
+            add(pending_);
+            pending_.clear();
+        }
+    }
+
+    // Once the command's tree is gone: the proxy is told to end (its side of the socket reads
+    // end-of-file; under bubblewrap it has already gone with the sandbox), and what it wrote
+    // before is read to the end, which comes when it has closed its end (it has exited).
+    void finish() {
+#if !defined(_WIN32)
+        if (ours_ < 0) return;
+        shutdown(ours_, SHUT_WR);
+        char buffer[4096];
+        for (;;) {
+            // A bound, not a measure: a proxy that never ends (stopped by a debugger) does not
+            // hold the report back for ever.
+            pollfd ready{ours_, POLLIN, 0};
+            const int n_ready = poll(&ready, 1, 10000);
+            if (n_ready < 0 && errno == EINTR) continue;
+            if (n_ready <= 0) break;
+            const ssize_t n = read(ours_, buffer, sizeof buffer);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) break;
+            feed(std::string_view(buffer, static_cast<std::size_t>(n)));
+        }
+        close(ours_);
+        ours_ = -1;
+#endif
+    }
+
+    bool empty() const { return hosts_.empty(); }
+    const std::string& first() const { return hosts_.front().first; }
+    bool has(const std::string& host) const {
+        return std::any_of(hosts_.begin(), hosts_.end(), [&](const auto& entry) { return entry.first == host; });
+    }
+
+    ojson json() const {
+        ojson list = ojson::array();
+        for (const auto& [host, count] : hosts_) list.push_back({{"host", host}, {"count", count}});
+        return list;
+    }
+
+private:
+    void add(const std::string& line) {
+        // The proxy writes host_port_text's form; anything else is not a record.
+        const auto authority = parse_authority(line);
+        if (!authority || !authority->port) return;
+        const std::string host = host_port_text(authority->host, *authority->port);
+        for (auto& entry : hosts_)
+            if (entry.first == host) {
+                ++entry.second;
+                return;
+            }
+        if (hosts_.size() < kMaxRefusedHosts) hosts_.emplace_back(host, 1);
+    }
+
+    int ours_ = -1, theirs_ = -1;
+    std::string pending_;
+    std::vector<std::pair<std::string, unsigned long long>> hosts_;
+};
 
 // The bounds the options give, checked before anything else (USAGE, nothing runs).
 struct GivenBounds {
@@ -272,6 +378,13 @@ int supervise_and_report(const Planned& planned, const std::vector<std::string>&
 
     StreamClassifier classifier(std::move(dialect));
     posix::SuperviseOptions options;
+    RefusedHosts refused;
+    if (proof.refusalsFdSlot >= 0 && refused.open()) {
+        options.passFd = refused.release_theirs();
+        spawn_argv[static_cast<std::size_t>(proof.refusalsFdSlot)] = std::to_string(options.passFd);
+        options.watchFd = refused.ours();
+        options.onWatched = [&refused](std::string_view chunk) { refused.feed(chunk); };
+    }
     options.proof = proof.proof;
     options.statusFdSlot = proof.fdSlot;
     options.commandIsGrandchild = proof.commandIsGrandchild;
@@ -307,6 +420,7 @@ int supervise_and_report(const Planned& planned, const std::vector<std::string>&
     }
     const posix::SupervisedRun outcome =
         posix::supervise(spawn_argv, options, [&](std::string_view chunk) { classifier.feed(chunk); });
+    refused.finish();
     if (proof.tempDir) platform::remove_run_temp_dir(*proof.tempDir);
     if (!outcome.spawned) throw Error(code::RunnerExec, outcome.spawnError);
 
@@ -332,8 +446,21 @@ int supervise_and_report(const Planned& planned, const std::vector<std::string>&
     // The proof says the command never started (or was missing): the report's started is false.
     const bool not_started = outcome.started && (!*outcome.started || command_missing);
     Classification verdict = classifier.finish(status, !runner_reached_command);
+    // The proxy's own word on what it refused decides the host: a failed command that was refused
+    // a host is a denial naming it, whatever its stderr says (a line it printed itself included).
+    if (!refused.empty() && (verdict.verdict == Verdict::Failure ||
+                             (verdict.verdict == Verdict::Denial && !(verdict.host && refused.has(*verdict.host))))) {
+        verdict = Classification{Verdict::Denial,
+                                 status,
+                                 std::string(kRefusedHostPrefix) + refused.first() + ", not in allow_hosts",
+                                 std::string(kRefusedHostPrefix),
+                                 std::nullopt,
+                                 std::nullopt,
+                                 refused.first()};
+    }
     if (outcome.started && !runner_reached_command && verdict.verdict != Verdict::RunnerFailure) {
-        verdict = Classification{Verdict::RunnerFailure, status, std::nullopt, std::nullopt, std::nullopt, std::nullopt};
+        verdict = Classification{Verdict::RunnerFailure, status, std::nullopt, std::nullopt, std::nullopt, std::nullopt,
+                                 std::nullopt};
         verdict.line = outcome.signal ? "the runner was killed by signal " + std::to_string(outcome.signal) +
                                             " before starting the command"
                                       : "the runner exited with status " + std::to_string(status) +
@@ -348,7 +475,7 @@ int supervise_and_report(const Planned& planned, const std::vector<std::string>&
     const bool timed_out = outcome.ended == posix::TreeEnd::Timeout;
     if (timed_out || limit)
         verdict = Classification{limit ? Verdict::Limit : Verdict::Timeout, timed_out ? 124 : status, bound_line(bounds, limit),
-                                 std::nullopt, std::nullopt, std::nullopt};
+                                 std::nullopt, std::nullopt, std::nullopt, std::nullopt};
 
     if (sink.wanted()) {
         ojson report;
@@ -365,6 +492,7 @@ int supervise_and_report(const Planned& planned, const std::vector<std::string>&
         report["outcome"] = outcome_name(outcome.ended, limit, not_started, signal);
         report["limit"] = limit ? ojson(std::string(to_string(*limit))) : ojson(nullptr);
         add_bounds(report, bounds, limits ? limits->enforcement : std::vector<LimitEnforcement>{}, cpu_limit_ns.has_value());
+        report["refusedHosts"] = refused.json();
         sink.write(report);
     }
     if (timed_out) return 124;

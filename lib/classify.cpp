@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "denied_path.hpp"
+#include "host_pattern.hpp"
 #include "error.hpp"
 
 namespace dsh {
@@ -675,7 +676,8 @@ Classification StreamClassifier::finish(int exit_code, bool runner_rules) {
         result.verdict = Verdict::Denial;
         result.line = denial_hit_->line;
         result.signature = denial_hit_->signature;
-        result.path = denied_path(*result.line, *result.signature);
+        result.host = refused_host(*result.line);
+        if (!result.host) result.path = denied_path(*result.line, *result.signature);
         return result;
     }
     result.verdict = Verdict::Failure;
@@ -694,6 +696,7 @@ std::string render_text(const Classification& result) {
     if (result.signature) out += "signature: " + *result.signature + "\n";
     if (result.rule) out += "rule: " + std::to_string(*result.rule) + "\n";
     if (result.path) out += "path: " + *result.path + "\n";
+    if (result.host) out += "host: " + *result.host + "\n";
     if (result.line) out += "line: " + *result.line + "\n";
     return out;
 }
@@ -706,6 +709,7 @@ std::string render_json(const Classification& result) {
     out["signature"] = result.signature ? nlohmann::ordered_json(*result.signature) : nlohmann::ordered_json(nullptr);
     out["rule"] = result.rule ? nlohmann::ordered_json(*result.rule) : nlohmann::ordered_json(nullptr);
     out["path"] = result.path ? nlohmann::ordered_json(*result.path) : nlohmann::ordered_json(nullptr);
+    out["host"] = result.host ? nlohmann::ordered_json(*result.host) : nlohmann::ordered_json(nullptr);
     return out.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
 

@@ -26,7 +26,8 @@ std::string_view to_string(Verdict verdict);
 
 // A verdict and its evidence: the matched line (its first kEvidenceBytes bytes, a trailing
 // `\r` removed), the signature it contained, for a runner failure the rule's index, and for a
-// denial the path the line names, if it names one (denied_path).
+// denial the host the line names when it is the allow-list proxy's refusal (refused_host,
+// lib/host_pattern.hpp), or else the path it names, if it names one (denied_path).
 struct Classification {
     Verdict verdict = Verdict::Failure;
     int exitCode = 0;
@@ -34,6 +35,7 @@ struct Classification {
     std::optional<std::string> signature;
     std::optional<std::size_t> rule;
     std::optional<std::string> path;
+    std::optional<std::string> host;  // "example.org:443"
 };
 
 inline constexpr std::size_t kEvidenceBytes = 4096;

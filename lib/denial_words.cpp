@@ -1,5 +1,7 @@
 #include "denial_words.hpp"
 
+#include "host_pattern.hpp"
+
 #include <algorithm>
 
 namespace dsh {
@@ -29,7 +31,7 @@ const std::vector<std::string>& denial_words(DeniedErrno error) {
     static const std::vector<std::string> eperm = {"operation not permitted", "EPERM"};
     static const std::vector<std::string> enetunreach = {"network is unreachable", "ENETUNREACH"};
     // The proxy's own line on the call's stderr, and its refusal page (which a client may print).
-    static const std::vector<std::string> proxy_refused = {"dsh-confine: network: refused ", "not in allow_hosts"};
+    static const std::vector<std::string> proxy_refused = {std::string(kRefusedHostPrefix), "not in allow_hosts"};
     switch (error) {
         case DeniedErrno::Eacces: return eacces;
         case DeniedErrno::Erofs: return erofs;

@@ -387,4 +387,14 @@ bool allows(const std::vector<HostPattern>& patterns, std::string_view host, std
     return canonical && allows(patterns, *canonical, port);
 }
 
+std::optional<std::string> refused_host(std::string_view line) {
+    const std::size_t at = line.find(kRefusedHostPrefix);
+    if (at == std::string_view::npos) return std::nullopt;
+    std::string_view rest = line.substr(at + kRefusedHostPrefix.size());
+    rest = rest.substr(0, rest.find_first_of(", \t\r\n"));
+    const auto authority = parse_authority(rest);
+    if (!authority || !authority->port) return std::nullopt;
+    return host_port_text(authority->host, *authority->port);
+}
+
 }  // namespace dsh

@@ -83,4 +83,12 @@ bool matches(const HostPattern& pattern, const RequestedHost& host, std::uint16_
 bool allows(const std::vector<HostPattern>& patterns, std::string_view host, std::uint16_t port);
 bool allows(const std::vector<HostPattern>& patterns, const RequestedHost& host, std::uint16_t port);
 
+// How the proxy words a refusal: the start of the line it writes on the call's stderr for each
+// host it refuses, and of its 403 page's body: `dsh-confine: network: refused HOST:PORT, ...`.
+inline constexpr std::string_view kRefusedHostPrefix = "dsh-confine: network: refused ";
+
+// The host a refusal line names, as host_port_text writes it ("example.org:443"), or nullopt
+// when the line holds no refusal with a valid HOST:PORT after kRefusedHostPrefix.
+std::optional<std::string> refused_host(std::string_view line);
+
 }  // namespace dsh

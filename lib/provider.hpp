@@ -18,6 +18,15 @@ namespace dsh {
 
 struct Usable {};
 
+// Whether a backend can put a call in the `hosts` network on this host, and how (`doctor`).
+struct HostsNetworkSupport {
+    bool available = false;
+    std::string reason = "this backend has no hosts network";  // why not, when unavailable
+    std::optional<SandboxEnforcement> enforcement;  // of the network promise alone
+    std::string mechanism;                          // how the command is kept to the proxy, one line
+    std::vector<std::string> gaps;                  // what the plan names for the network (partial)
+};
+
 // Facts about one backend on this host, for `doctor` and for the plan.
 struct BackendReport {
     std::string name;
@@ -26,6 +35,7 @@ struct BackendReport {
     std::optional<SandboxEnforcement> enforcement;
     std::vector<std::string> enforcementGaps;
     std::vector<std::pair<std::string, std::string>> facts;  // e.g. {"landlockAbi", "7"}
+    HostsNetworkSupport hostsNetwork = {};
 };
 
 class Backend {

@@ -68,6 +68,9 @@ struct StartProofPlan {
     // The runner ends the command's whole tree when it ends and dies with its parent, so `run`
     // needs no keeper process in front of it (bubblewrap's pid namespace and --die-with-parent).
     bool runnerEndsTree = false;
+    // The hosts network: the index in argv of the placeholder for the socket the proxy reports
+    // each refused host on (`--refusals-fd`), which `run` makes and reads; -1 without a proxy.
+    int refusalsFdSlot = -1;
 };
 // Prepares a confined argv for `run`: adds the proof-of-start option, and where the runner
 // would make a per-call temp area itself (and leave it behind until a later call), makes it
@@ -118,7 +121,8 @@ int bwrap_stage(const BwrapStageRequest& request, const std::vector<std::string>
 
 // `dsh-confine net-proxy --allow-host P... -- BWRAP_ARGV`: the proxy started outside the sandbox,
 // then bubblewrap executed (platform/linux/proxy_companion.hpp). Returns only on failure (125).
-int net_proxy_exec(const std::vector<std::string>& allow_hosts, const std::vector<std::string>& bwrap_argv);
+// `refusals_fd`: `--refusals-fd`, the socket the proxy reports refusals on under `run` (-1: none).
+int net_proxy_exec(const std::vector<std::string>& allow_hosts, int refusals_fd, const std::vector<std::string>& bwrap_argv);
 
 // `dsh-confine restricted-token-exec ...` where the system has the restricted-token backend
 // (Windows); 125 elsewhere.

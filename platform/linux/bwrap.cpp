@@ -9,6 +9,7 @@
 #include "bwrap_argv.hpp"
 #include "host.hpp"
 #include "landlock_rules.hpp"
+#include "proxy_companion.hpp"
 #include "runner.hpp"
 
 namespace dsh::bwrap {
@@ -194,6 +195,14 @@ BackendReport BwrapBackend::report() const {
     layout.landlockScope = scopes_available();
     out.enforcementGaps = enforcement_gaps(layout);
     out.enforcement = out.enforcementGaps.empty() ? SandboxEnforcement::Full : SandboxEnforcement::Partial;
+    // Nothing beyond bubblewrap itself: the network namespace is the one `deny` uses.
+    out.hostsNetwork.available = true;
+    out.hostsNetwork.reason.clear();
+    out.hostsNetwork.enforcement = SandboxEnforcement::Full;
+    out.hostsNetwork.mechanism =
+        "a network namespace of its own, whose loopback holds only the proxy's listeners (127.0.0.1 and ::1, port " +
+        std::to_string(proxy::kSandboxPort) + "), served by the proxy outside; the seccomp filter refuses UDP, raw and "
+        "every socket family but netlink and TCP";
     return out;
 }
 

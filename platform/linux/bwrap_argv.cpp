@@ -153,6 +153,8 @@ Dialect dialect(const std::vector<std::string>& extra_informational_lines) {
     common.mode = ConfinedSandboxMode::WorkspaceWrite;
     common.protectedPaths = {".git/config"};
     out.denialSignatures = denial_signatures(common);
+    // The allow-list proxy's refusal is its own words, printed only in the hosts network.
+    add_denial_words(out.denialSignatures, DeniedErrno::ProxyRefused);
     RunnerFailureRule rule;
     rule.allowedExitCodes = std::vector<int>{1};
     // From bubblewrap's die() calls (0.1 to 0.13), each with the "bwrap: " prefix every
@@ -239,10 +241,11 @@ Dialect dialect(const std::vector<std::string>& extra_informational_lines) {
     rule.informationalLines.insert(rule.informationalLines.end(), extra_informational_lines.begin(),
                                    extra_informational_lines.end());
     out.runnerFailureRules.push_back(std::move(rule));
-    // The stage (bwrap_stage.hpp) refuses before the command starts with its own line and 125.
+    // The stage (bwrap_stage.hpp) refuses before the command starts with its own line and 125, and
+    // so does the hosts network's launcher when it cannot start the proxy (proxy_companion.hpp).
     RunnerFailureRule stage;
     stage.allowedExitCodes = std::vector<int>{125};
-    stage.fatalSignatures = {"dsh-confine: error: BWRAP_STAGE: "};
+    stage.fatalSignatures = {"dsh-confine: error: BWRAP_STAGE: ", "dsh-confine: error: PROXY: "};
     stage.informationalLines = extra_informational_lines;
     out.runnerFailureRules.push_back(std::move(stage));
     return out;

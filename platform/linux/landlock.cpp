@@ -155,7 +155,7 @@ linux_runner::Launch prepare_confined(const RunnerArgs& args, const std::vector<
         const int listener = proxy::loopback_listener(AF_INET, 0, why);
         if (listener < 0) return fail(why);
         proxy_port = proxy::listening_port(listener);
-        const bool started = proxy::start_proxy(args.allowHosts, {listener}, -1, why);
+        const bool started = proxy::start_proxy(args.allowHosts, {listener}, -1, args.refusalsFd, why);
         close(listener);
         if (!started) return fail(why);
         proxy::set_proxy_environment(proxy_port);
@@ -339,6 +339,18 @@ BackendReport LandlockBackend::report() const {
     if (abi >= 1) {
         out.enforcementGaps = enforcement_gaps(abi);
         out.enforcement = out.enforcementGaps.empty() ? SandboxEnforcement::Full : SandboxEnforcement::Partial;
+    }
+    out.hostsNetwork.mechanism =
+        "the proxy on a loopback port of the host's; Landlock's TCP rule lets the command connect to that port alone "
+        "and bind none; the seccomp filter refuses UDP, raw and every socket family but netlink and TCP";
+    if (abi >= kTcpAbi) {
+        out.hostsNetwork.available = true;
+        out.hostsNetwork.reason.clear();
+        out.hostsNetwork.enforcement = SandboxEnforcement::Partial;
+        out.hostsNetwork.gaps = hosts_network_gaps();
+    } else {
+        out.hostsNetwork.reason = "needs Landlock's TCP rules (ABI " + std::to_string(kTcpAbi) + "); this kernel has ABI " +
+                                  std::to_string(abi);
     }
     return out;
 }

@@ -96,12 +96,17 @@ std::vector<std::string> enforcement_gaps(int abi, const SandboxPolicy& policy) 
         gaps.push_back(std::move(gap));
     }
     if (policy.network == NetworkPolicy::Hosts) {
-        gaps.push_back("network: Landlock's TCP rules go by port alone: the command can connect to the proxy's port (a "
-                       "loopback port picked when the call starts) on any address it can route to, not only the proxy's");
-        gaps.push_back("network: the proxy listens on the host's loopback: any local process can use it, within the same "
-                       "allow-list, while the call runs");
+        const auto network = hosts_network_gaps();
+        gaps.insert(gaps.end(), network.begin(), network.end());
     }
     return gaps;
+}
+
+std::vector<std::string> hosts_network_gaps() {
+    return {"network: Landlock's TCP rules go by port alone: the command can connect to the proxy's port (a loopback "
+            "port picked when the call starts) on any address it can route to, not only the proxy's",
+            "network: the proxy listens on the host's loopback: any local process can use it, within the same "
+            "allow-list, while the call runs"};
 }
 
 std::uint64_t handled_net_access(int abi, bool deny_network) {
@@ -183,6 +188,8 @@ std::vector<std::string> denial_signatures(const SandboxPolicy& policy) {
 Dialect dialect(const std::vector<std::string>& extra_informational_lines) {
     Dialect out;
     out.denialSignatures = denial_signatures(SandboxPolicy{});  // the network allowed
+    // The allow-list proxy's refusal is its own words, printed only in the hosts network.
+    add_denial_words(out.denialSignatures, DeniedErrno::ProxyRefused);
     RunnerFailureRule rule;
     rule.allowedExitCodes = std::vector<int>{125};
     rule.fatalSignatures = {"dsh-confine: error: LANDLOCK: "};

@@ -67,6 +67,8 @@ std::vector<std::string> enforcement_gaps(int abi);
 // The same for one policy: the ABI's gaps, then the policy's own (protected and unreadable
 // paths, which Landlock cannot take back from a granted tree).
 std::vector<std::string> enforcement_gaps(int abi, const SandboxPolicy& policy);
+// What the `hosts` network leaves open under Landlock (part of the above for such a policy).
+std::vector<std::string> hosts_network_gaps();
 
 // Where a call's private temp area is made when the call has no session: one directory per
 // call, inside this per-user base, which is what writableRoots names.
@@ -88,6 +90,7 @@ struct RunnerArgs {
     // the proxy on a loopback port the kernel picks, and the ruleset lets the command connect to
     // that TCP port alone (ABI 4).
     std::vector<std::string> allowHosts;
+    int refusalsFd = -1;  // with allowHosts, under `run`: the socket the proxy reports refusals on (proxy_companion.hpp)
 };
 
 // The first ABI with TCP rules (the `hosts` network needs them: the proxy's port alone).

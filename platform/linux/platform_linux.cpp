@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "../platform.hpp"
@@ -58,6 +59,7 @@ landlock::RunnerArgs landlock_args(const ConfinedArgv& confined, const SandboxPo
         if (confined.argv[i] == "--private-temp-base") args.privateTempBase = confined.argv[i + 1];
         if (confined.argv[i] == "--temp-dir") args.tempDir = confined.argv[i + 1];
         if (confined.argv[i] == "--status-fd") args.statusFd = std::stoi(confined.argv[i + 1]);
+        if (confined.argv[i] == "--refusals-fd") args.refusalsFd = std::stoi(confined.argv[i + 1]);
     }
     return args;
 }
@@ -71,7 +73,7 @@ int exec_plan(const ConfinedArgv& confined, const SandboxPolicy& policy, const s
     // The hosts network: the plan's launcher (`dsh-confine net-proxy ... --`) done here, then bubblewrap.
     if (confined.argv.size() > 2 && confined.argv[1] == "net-proxy") {
         const auto separator = std::find(confined.argv.begin(), confined.argv.end(), "--");
-        return net_proxy_exec(policy.allowHosts, std::vector<std::string>(separator + 1, confined.argv.end()));
+        return net_proxy_exec(policy.allowHosts, -1, std::vector<std::string>(separator + 1, confined.argv.end()));
     }
     // bubblewrap waits for its children and hangs when they are reaped unseen: a SIGCHLD the
     // caller ignored (which survives execve) is the default for it, and for the command under it.
@@ -106,18 +108,24 @@ posix::Launch prepare_plan(const ConfinedArgv& confined, const SandboxPolicy& po
 
 StartProofPlan prepare_for_run(std::vector<std::string>& argv, const std::string& backend) {
     if (backend == "bwrap") {
+        StartProofPlan plan;
+        // The hosts network: the launcher hands the proxy the socket its refusals come back on.
+        const bool launcher = argv.size() > 2 && argv[1] == "net-proxy";
+        if (launcher) {
+            argv.insert(argv.begin() + 2, {"--refusals-fd", "-1"});
+            plan.refusalsFdSlot = 3;
+        }
         // The stage's proof of start, which alone says whether the command was reached.
         const auto stage = std::find(argv.begin(), argv.end(), "bwrap-stage");
         if (stage == argv.end()) throw Error(code::RunnerExec, "the bubblewrap plan names no stage");
         const auto at = argv.insert(stage + 1, {"--status-fd", "-1"});
-        StartProofPlan plan;
         plan.proof = posix::StartProof::ExecMarker;
         plan.fdSlot = static_cast<int>(at - argv.begin()) + 1;
         plan.commandIsGrandchild = true;
         // bubblewrap's pid 1 dies with bubblewrap, and everything in its pid namespace with it:
         // what the command leaves cannot outlive the runner, nor the runner dsh-confine. (A plan
         // in the hosts network starts with its launcher, which execs bubblewrap in its process.)
-        const auto bwrap_start = argv.size() > 2 && argv[1] == "net-proxy" ? std::find(argv.begin(), argv.end(), "--") + 1 : argv.begin();
+        const auto bwrap_start = launcher ? std::find(argv.begin(), argv.end(), "--") + 1 : argv.begin();
         const auto options_end = std::find(bwrap_start, argv.end(), "--");
         plan.runnerEndsTree = std::find(bwrap_start, options_end, "--unshare-pid") != options_end &&
                               std::find(bwrap_start, options_end, "--die-with-parent") != options_end;
@@ -142,6 +150,14 @@ StartProofPlan prepare_for_run(std::vector<std::string>& argv, const std::string
             argv.insert(base + 2, {"--temp-dir-id", id->text()});
         }
         argv.insert(argv.begin() + 2, {"--status-fd", "-1"});
+        // The hosts network: the proxy, started by the runner's preparation, reports its refusals.
+        const auto options_end = std::find(argv.begin(), argv.end(), "--");
+        for (auto at = argv.begin(); at != options_end && at + 1 != options_end; ++at)
+            if (*at == "--network" && *(at + 1) == "hosts") {
+                argv.insert(argv.begin() + 4, {"--refusals-fd", "-1"});
+                plan.refusalsFdSlot = 5;
+                break;
+            }
         return plan;
     }
     return {};
@@ -182,7 +198,7 @@ int bwrap_stage(const BwrapStageRequest& request, const std::vector<std::string>
     return bwrap::run_stage(request, argv);
 }
 
-int net_proxy_exec(const std::vector<std::string>& allow_hosts, const std::vector<std::string>& bwrap_argv) {
+int net_proxy_exec(const std::vector<std::string>& allow_hosts, int refusals_fd, const std::vector<std::string>& bwrap_argv) {
     std::vector<std::string> canonical;
     for (const auto& text : allow_hosts) {
         auto pattern = parse_host_pattern(text);
@@ -197,7 +213,17 @@ int net_proxy_exec(const std::vector<std::string>& allow_hosts, const std::vecto
     fallback.sa_handler = SIG_DFL;
     sigemptyset(&fallback.sa_mask);
     sigaction(SIGCHLD, &fallback, nullptr);
-    return proxy::exec_with_proxy(canonical, bwrap_argv);
+    // `run`'s socket: one it holds the other end of, or the plan is not run's.
+    if (refusals_fd >= 0) {
+        int type = 0;
+        socklen_t size = sizeof type;
+        if (getsockopt(refusals_fd, SOL_SOCKET, SO_TYPE, &type, &size) != 0 || type != SOCK_STREAM) {
+            std::fprintf(stderr, "dsh-confine: error: PROXY: net-proxy: --refusals-fd %d is not a stream socket\n", refusals_fd);
+            return 125;
+        }
+        fcntl(refusals_fd, F_SETFD, FD_CLOEXEC);
+    }
+    return proxy::exec_with_proxy(canonical, bwrap_argv, refusals_fd);
 }
 
 int landlock_exec(const LandlockExecRequest& request, const std::vector<std::string>& argv) {

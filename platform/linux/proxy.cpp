@@ -146,7 +146,7 @@ private:
     std::unordered_set<Connection*> live_;
     asio::io_context io_{1};
     std::vector<std::unique_ptr<Listener>> listeners_;
-    std::unique_ptr<asio::posix::stream_descriptor> lifetime_;
+    std::vector<std::unique_ptr<asio::posix::stream_descriptor>> lifetimes_;
     bool stopped_ = false;
 };
 
@@ -881,22 +881,22 @@ bool Server::start(std::string& why) {
         }
         listeners_.push_back(std::move(listener));
     }
-    if (options_.lifetimeFd >= 0) {
-        const int own = ::fcntl(options_.lifetimeFd, F_DUPFD_CLOEXEC, 3);
+    for (const int fd : options_.lifetimeFds) {
+        const int own = ::fcntl(fd, F_DUPFD_CLOEXEC, 3);
         if (own < 0) {
-            why = "cannot duplicate the lifetime descriptor " + std::to_string(options_.lifetimeFd);
+            why = "cannot duplicate the lifetime descriptor " + std::to_string(fd);
             return false;
         }
-        lifetime_ = std::make_unique<asio::posix::stream_descriptor>(io_);
+        auto lifetime = std::make_unique<asio::posix::stream_descriptor>(io_);
         error_code ec;
-        lifetime_->assign(own, ec);
+        lifetime->assign(own, ec);
         if (ec) {
             ::close(own);
-            why = "the lifetime descriptor " + std::to_string(options_.lifetimeFd) + " cannot be waited on: " +
-                  ec.message();
+            why = "the lifetime descriptor " + std::to_string(fd) + " cannot be waited on: " + ec.message();
             return false;
         }
-        lifetime_->async_wait(asio::posix::stream_descriptor::wait_read, [this](const error_code&) { stop(); });
+        lifetime->async_wait(asio::posix::stream_descriptor::wait_read, [this](const error_code&) { stop(); });
+        lifetimes_.push_back(std::move(lifetime));
     }
     for (auto& listener : listeners_) accept(*listener);
     return true;

@@ -39,9 +39,10 @@ struct ProxyOptions {
     // namespace, under Landlock on the host's loopback). The proxy accepts on them and closes
     // them when it ends.
     std::vector<int> listenFds;
-    // The proxy ends, closing every connection, when this descriptor becomes readable or hangs
-    // up (a pidfd, or a pipe's read end whose writers are gone). -1: never (tests). Not closed.
-    int lifetimeFd = -1;
+    // The proxy ends, closing every connection, when any of these descriptors becomes readable
+    // or hangs up (a pidfd, a pipe's read end whose writers are gone, a socket whose peer shut it
+    // down). None: never (tests). Not closed.
+    std::vector<int> lifetimeFds;
     // Called for each refused host, as it happens, on the proxy's thread.
     std::function<void(const ProxyRefusal&)> onRefused;
 

@@ -64,7 +64,8 @@ std::vector<int> receive_listeners(int channel, int owner) {
 }
 
 // The proxy's own process: what it keeps, then the proxy until its owner ends.
-[[noreturn]] void serve(const std::vector<std::string>& allow, std::vector<int> listen_fds, int channel, int owner) {
+[[noreturn]] void serve(const std::vector<std::string>& allow, std::vector<int> listen_fds, int channel, int owner,
+                        int refusals) {
     setsid();
     if (chdir("/") != 0) _exit(1);  // nothing of the workspace held open here
     // stdin and stdout are the command's business (a pipe `run` reads to its end must not stay
@@ -75,7 +76,7 @@ std::vector<int> receive_listeners(int channel, int owner) {
         close(null);
     }
     std::vector<int> keep = listen_fds;
-    keep.insert(keep.end(), {channel, owner});
+    keep.insert(keep.end(), {channel, owner, refusals});
     std::sort(keep.begin(), keep.end());
     // Every other descriptor closed: the caller's (a status pipe, kept descriptors, a ruleset)
     // are none of the proxy's, and one held open here could keep a reader waiting.
@@ -100,13 +101,19 @@ std::vector<int> receive_listeners(int channel, int owner) {
     for (const auto& text : allow)
         if (auto pattern = parse_host_pattern(text)) options.allow.push_back(*pattern);
     options.listenFds = listen_fds;
-    options.lifetimeFd = owner;
-    options.onRefused = [](const ProxyRefusal& refusal) {
+    options.lifetimeFds = {owner};
+    if (refusals >= 0) options.lifetimeFds.push_back(refusals);  // `run` shut its side down, or is gone
+    options.onRefused = [refusals](const ProxyRefusal& refusal) {
         const std::string where = (refusal.host.find(':') == std::string::npos ? refusal.host : "[" + refusal.host + "]") +
                                   ":" + std::to_string(refusal.port);
-        const std::string line = std::string(kRefusedPrefix) + where + ", " + refusal.reason + " (--allow-host " + where +
+        const std::string line = std::string(kRefusedHostPrefix) + where + ", " + refusal.reason + " (--allow-host " + where +
                                  " would allow it)\n";
         [[maybe_unused]] const ssize_t n = write(2, line.data(), line.size());
+        // One record in one send: `run` reads them as they come, and the proxy never waits for it.
+        if (refusals >= 0) {
+            const std::string record = where + "\n";
+            [[maybe_unused]] const ssize_t sent = send(refusals, record.data(), record.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+        }
     };
     std::string error;
     if (run_proxy(options, &error) != 0) {
@@ -119,7 +126,8 @@ std::vector<int> receive_listeners(int channel, int owner) {
 
 }  // namespace
 
-bool start_proxy(const std::vector<std::string>& allow, const std::vector<int>& listen_fds, int channel, std::string& why) {
+bool start_proxy(const std::vector<std::string>& allow, const std::vector<int>& listen_fds, int channel, int refusals,
+                 std::string& why) {
     const int owner = static_cast<int>(syscall(SYS_pidfd_open, getpid(), 0));
     if (owner < 0) {
         why = errno_text("pidfd_open (the proxy's lifetime; Linux 5.3 or later)");
@@ -134,7 +142,7 @@ bool start_proxy(const std::vector<std::string>& allow, const std::vector<int>& 
     }
     if (middle == 0) {
         const pid_t proxy = fork();
-        if (proxy == 0) serve(allow, listen_fds, channel, owner);
+        if (proxy == 0) serve(allow, listen_fds, channel, owner, refusals);
         _exit(proxy < 0 ? 1 : 0);
     }
     close(owner);
@@ -222,7 +230,7 @@ void set_proxy_environment(std::uint16_t port) {
     setenv("JAVA_TOOL_OPTIONS", java.c_str(), 1);
 }
 
-int exec_with_proxy(const std::vector<std::string>& allow, std::vector<std::string> bwrap_argv) {
+int exec_with_proxy(const std::vector<std::string>& allow, std::vector<std::string> bwrap_argv, int refusals) {
     const auto fail = [](const std::string& message) {
         std::fprintf(stderr, "dsh-confine: error: PROXY: %s\n", message.c_str());
         return 125;
@@ -232,8 +240,9 @@ int exec_with_proxy(const std::vector<std::string>& allow, std::vector<std::stri
     int pair[2] = {-1, -1};
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) return fail(errno_text("socketpair"));
     std::string why;
-    if (!start_proxy(allow, {}, pair[0], why)) return fail(why);
+    if (!start_proxy(allow, {}, pair[0], refusals, why)) return fail(why);
     close(pair[0]);
+    if (refusals >= 0) close(refusals);  // the proxy's alone: never bubblewrap's, nor the command's
     // Passed on through bubblewrap (which closes nothing) to the stage, which sends the
     // listeners over it and closes it before the command starts.
     fcntl(pair[1], F_SETFD, 0);

@@ -15,7 +15,9 @@
 // before the command starts; under bubblewrap inside the sandbox's own network namespace, where
 // only the stage can make a socket: the stage makes the listeners (127.0.0.1 and ::1, port
 // kSandboxPort) and sends them over a socket pair to the proxy, which accepts on them from
-// outside. Each refusal is one line on stderr: `dsh-confine: network: refused HOST:PORT, ...`.
+// outside. Each refusal is one line on stderr: `dsh-confine: network: refused HOST:PORT, ...`;
+// under `run` also one record on a socket `run` alone holds the other end of (`--refusals-fd`),
+// which the command never gets, so the report's refusedHosts cannot be forged by the command.
 #pragma once
 
 #include <cstdint>
@@ -27,13 +29,14 @@ namespace dsh::proxy {
 // The proxy's port inside bubblewrap's network namespace (nothing else listens there).
 inline constexpr std::uint16_t kSandboxPort = 3128;
 
-// The start of every line the proxy writes for a refused host (classify's evidence, run's count).
-inline constexpr const char* kRefusedPrefix = "dsh-confine: network: refused ";
-
 // Starts the proxy for `allow` (canonical patterns), serving `listen_fds` at once, or, with
 // `channel` >= 0, the listeners that arrive on that socket (SCM_RIGHTS); it lives until this
-// process ends. The descriptors stay open here; the caller closes them. false with `why`.
-bool start_proxy(const std::vector<std::string>& allow, const std::vector<int>& listen_fds, int channel, std::string& why);
+// process ends. With `refusals` >= 0 (a stream socket whose peer is `run`), it also writes each
+// refused host there as one line, `HOST:PORT\n` (never waiting: a record that does not fit is
+// dropped), and ends when the peer shuts its side down or goes. The descriptors stay open here;
+// the caller closes them. false with `why`.
+bool start_proxy(const std::vector<std::string>& allow, const std::vector<int>& listen_fds, int channel, int refusals,
+                 std::string& why);
 
 // A TCP socket listening on the loopback address of `family` (AF_INET or AF_INET6) and `port`
 // (0: the kernel picks), close-on-exec; -1 with `why`.
@@ -52,8 +55,9 @@ void set_proxy_environment(std::uint16_t port);
 
 // The launcher of a bubblewrap plan in the `hosts` state: the proxy started with a socket pair
 // whose other end the stage receives (`--proxy-fd N`, inserted into the stage's arguments here,
-// where the descriptor's number is known), then `bwrap_argv` executed. Returns only on failure,
-// with 125 and the message printed.
-int exec_with_proxy(const std::vector<std::string>& allow, std::vector<std::string> bwrap_argv);
+// where the descriptor's number is known), then `bwrap_argv` executed. `refusals` (>= 0 under
+// `run`) goes to the proxy (start_proxy) and is closed here before bubblewrap runs. Returns only
+// on failure, with 125 and the message printed.
+int exec_with_proxy(const std::vector<std::string>& allow, std::vector<std::string> bwrap_argv, int refusals = -1);
 
 }  // namespace dsh::proxy

@@ -242,7 +242,7 @@ std::string error_response(unsigned status, std::string_view text) {
 std::string refusal_text(const RequestedHost& host, std::uint16_t port) {
     const HostPattern exact{host.kind, host.host, port};
     const HostPattern any_port{host.kind, host.host, std::nullopt};
-    return "dsh-confine: network: refused " + host_port_text(host, port) +
+    return std::string(kRefusedHostPrefix) + host_port_text(host, port) +
            ", not in allow_hosts\nAllow it with --allow-host " + to_string(exact) + " (or --allow-host " +
            to_string(any_port) + " for every port), or in the configuration's [network] allow_hosts.\n";
 }

@@ -182,6 +182,7 @@ struct RunnerSetup {
     const Launch* launch;  // the runner's own code, prepared (null: exec args)
     bool merge;  // stdout is stderr: both go to the stderr pipe
     int errWrite, statusWrite;
+    int passWrite;  // SuperviseOptions::passFd, inherited by the runner alone (-1: none)
     const CallerSignals* caller;
     const int* join;  // cgroup.procs files to write "0" to (SuperviseOptions::joinFds)
     std::size_t joinCount;
@@ -194,7 +195,7 @@ struct RunnerSetup {
 struct KeeperSetup {
     RunnerSetup runner;
     int alive, pidReport, report;
-    int others[7];
+    int others[8];
 };
 
 // What runs on a stack of its own (the runner's clone, the keeper's) is left out of
@@ -579,6 +580,7 @@ void signal_descendants(pid_t root, int depth, int sig) {
             fail_setup("cannot set the call's resource limits");
     }
     if (setup.statusWrite >= 0) call_with(SYS_fcntl, setup.statusWrite, F_SETFD, 0);  // inherited by the runner only
+    if (setup.passWrite >= 0) call_with(SYS_fcntl, setup.passWrite, F_SETFD, 0);
     if (setup.launch != nullptr) exit_now((*setup.launch)());  // system calls only
     call_with(SYS_execve, setup.args[0], setup.args, environ);
     const char* message = "dsh-confine: error: RUNNER_EXEC: cannot execute the runner\n";
@@ -652,6 +654,7 @@ long start_runner(const RunnerSetup& setup) {
         exit_now(125);
     }
     if (keeper.runner.statusWrite >= 0) call(SYS_close, keeper.runner.statusWrite);
+    if (keeper.runner.passWrite >= 0) call(SYS_close, keeper.runner.passWrite);
     const KeeperReport started{'P', static_cast<int>(command)};
     call_with(SYS_write, keeper.pidReport, &started, sizeof started);
 
@@ -747,6 +750,7 @@ void kill_leftovers() {
         }
     }
     if (setup.statusWrite >= 0) fcntl(setup.statusWrite, F_SETFD, 0);  // inherited by the runner only
+    if (setup.passWrite >= 0) fcntl(setup.passWrite, F_SETFD, 0);
     if (setup.launch != nullptr) {
         // The runner's own code: its stdio buffers start empty (the caller flushed before
         // forking), and exit is _exit, as after an execve.
@@ -790,6 +794,7 @@ pid_t start_runner(const RunnerSetup& setup) {
     if (command < 0) _exit(125);
     close(keeper.runner.errWrite);
     if (keeper.runner.statusWrite >= 0) close(keeper.runner.statusWrite);
+    if (keeper.runner.passWrite >= 0) close(keeper.runner.passWrite);
     const KeeperReport started{'P', command};
     (void)!write(keeper.pidReport, &started, sizeof started);
 
@@ -856,10 +861,12 @@ SupervisedRun supervise(std::vector<std::string> argv, const SuperviseOptions& o
 #endif
     int err_pipe[2] = {-1, -1}, status_pipe[2] = {-1, -1}, alive[2] = {-1, -1}, report[2] = {-1, -1},
         pid_report[2] = {-1, -1};
+    int pass = options.passFd;  // ours to close
     const auto close_pipes = [&] {
         for (int* pair : {err_pipe, status_pipe, alive, report, pid_report})
             for (int i = 0; i < 2; ++i)
                 if (pair[i] >= 0) close(pair[i]), pair[i] = -1;
+        if (pass >= 0) close(pass), pass = -1;
     };
     const auto pipe_failed = [&] {
         run.spawnError = std::string("pipe: ") + std::strerror(errno);
@@ -899,7 +906,8 @@ SupervisedRun supervise(std::vector<std::string> argv, const SuperviseOptions& o
     std::fflush(nullptr);  // nothing buffered is written twice by a child that returns to C++
     const RunnerSetup runner{args.data(),          options.prepareHere ? &launch : nullptr,
                              run.merged,           err_pipe[1],
-                             status_pipe[1],       &signals.caller(),
+                             status_pipe[1],       pass,
+                             &signals.caller(),
                              options.joinFds.data(), options.joinFds.size(),
                              options.limits.data(), options.limits.size()};
     pid_t pid = -1;  // the keeper, or without one the runner itself
@@ -924,7 +932,7 @@ SupervisedRun supervise(std::vector<std::string> argv, const SuperviseOptions& o
                                  pid_report[1],
                                  report[1],
                                  {alive[1], pid_report[0], report[0], err_pipe[0], status_pipe[0], signals.fd(),
-                                  signals.other_fd()}};
+                                  signals.other_fd(), options.watchFd}};
         signals.hold();
         pid = start_keeper(keeper);
     }
@@ -937,7 +945,7 @@ SupervisedRun supervise(std::vector<std::string> argv, const SuperviseOptions& o
     }
     run.spawned = true;
     // The child's ends (close_pipes closes the rest at the end).
-    for (int* end : {&alive[0], &pid_report[1], &report[1], &err_pipe[1], &status_pipe[1]})
+    for (int* end : {&alive[0], &pid_report[1], &report[1], &err_pipe[1], &status_pipe[1], &pass})
         if (*end >= 0) close(*end), *end = -1;
 
     // Without a keeper, the runner is the command as far as forwarded signals go; with one,
@@ -1036,14 +1044,16 @@ SupervisedRun supervise(std::vector<std::string> argv, const SuperviseOptions& o
         tree_done = true;
     };
     reap_runner();
+    bool watch_open = options.watchFd >= 0;
     while (err_open || !tree_done) {
-        pollfd fds[3] = {{err_open ? err_pipe[0] : -1, POLLIN, 0},
+        pollfd fds[4] = {{err_open ? err_pipe[0] : -1, POLLIN, 0},
                          {tree_done || direct ? -1 : report[0], POLLIN, 0},
-                         {signals.fd(), POLLIN, 0}};
+                         {signals.fd(), POLLIN, 0},
+                         {watch_open ? options.watchFd : -1, POLLIN, 0}};
         // Once the tree is gone, what is left in stderr is read without waiting for its end:
         // on Linux every writer was killed first, but where it cannot be (macOS) a process the
         // command left behind may hold the pipe open.
-        const int ready = poll(fds, 3, wait_ms());
+        const int ready = poll(fds, 4, wait_ms());
         if (ready < 0) {
             if (errno == EINTR) continue;
             break;
@@ -1066,6 +1076,12 @@ SupervisedRun supervise(std::vector<std::string> argv, const SuperviseOptions& o
             }
         }
         if (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) read_keeper();
+        if (watch_open && (fds[3].revents & (POLLIN | POLLHUP | POLLERR))) {
+            char buffer[4096];
+            const ssize_t n = read(options.watchFd, buffer, sizeof buffer);
+            if (n > 0) options.onWatched(std::string_view(buffer, static_cast<std::size_t>(n)));
+            else if (n == 0 || errno != EINTR) watch_open = false;
+        }
         if (err_open && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) {
             const ssize_t n = read(err_pipe[0], g_err_buffer, sizeof g_err_buffer);
             if (n > 0) {

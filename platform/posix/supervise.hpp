@@ -104,6 +104,14 @@ struct SuperviseOptions {
     // setrlimit ends it with status 125 before the runner runs.
     std::vector<int> joinFds;
     std::vector<ResourceLimit> limits;
+    // A descriptor the runner's process alone inherits, beside the proof's (its close-on-exec
+    // flag cleared there only); supervise owns it and closes it here once the runner is started
+    // (or could not be). -1: none. (`run`'s end for the allow-list proxy's refusals.)
+    int passFd = -1;
+    // Read as it comes while the command runs, each chunk handed to onWatched; not closed here,
+    // so the caller may read what comes after. -1: none.
+    int watchFd = -1;
+    std::function<void(std::string_view)> onWatched;
 };
 
 // Runs argv and watches it. Between dsh-confine and the runner sits a keeper process, the

@@ -176,7 +176,7 @@ int main(int argc, char** argv) {
     options.listenFds = {listener};
     int lifetime[2];
     if (::pipe2(lifetime, O_CLOEXEC) != 0) return 1;
-    options.lifetimeFd = lifetime[0];
+    options.lifetimeFds = {lifetime[0]};
     options.relayBuffer = relay_buffer;
     options.maxConnections = static_cast<std::size_t>(parallel) + 16;
     std::thread proxy([&] { dsh::proxy::run_proxy(options); });

@@ -164,6 +164,13 @@ ww_grants=(-w "$work/ws" -w "$work/floor-temp" -w /dev/shm)
 mkdir -p "$work/floor-temps" && chmod 0700 "$work/floor-temps"
 ww_temp_grants=(-t "$work/floor-temps" -w "$work/ws" -w /dev/shm)
 commands=(bare "$true_bin")
+# The hosts network with a 100-pattern allow-list of every form (names, wildcards, IPv4, IPv6,
+# with and without ports): the proxy is started for each call and ends with it.
+allow_hosts=()
+for ((i = 1; i <= 40; i++)); do allow_hosts+=(--allow-host "host$i.example.org"); done
+for ((i = 1; i <= 30; i++)); do allow_hosts+=(--allow-host "*.domain$i.example.net:443"); done
+for ((i = 1; i <= 20; i++)); do allow_hosts+=(--allow-host "192.0.2.$i:80"); done
+for ((i = 1; i <= 10; i++)); do allow_hosts+=(--allow-host "[2001:db8::$i]:8443"); done
 if runs "$bin" --backend bwrap --mode read-only -- "$true_bin"; then
     for mode in read-only workspace-write; do
         suffix=$([ "$mode" = workspace-write ] && echo -ww)
@@ -178,6 +185,8 @@ if runs "$bin" --backend bwrap --mode read-only -- "$true_bin"; then
     eval "bwrap_argv=($("$bin" --backend bwrap --print --format shell --mode read-only --network deny -- "$true_bin"))"
     commands+=(::: bwrap-exec-netdeny "$bin" --backend bwrap --mode read-only --network deny -- "$true_bin"
                ::: bwrap-direct-netdeny "${bwrap_argv[@]}")
+    runs "$bin" --backend bwrap --mode read-only "${allow_hosts[@]}" -- "$true_bin" &&
+        commands+=(::: bwrap-exec-hosts "$bin" --backend bwrap --mode read-only "${allow_hosts[@]}" -- "$true_bin")
     eval "bwrap_argv=($("$bin" --backend bwrap --print --format shell --mode read-only -- "$true_bin"))"
     [ -n "$stack_floor" ] && runs "$stack_floor" --exec-only --mode read-only -- "${bwrap_argv[@]}" &&
         commands+=(::: stack-wrapper "$stack_floor" --exec-only --mode read-only -- "${bwrap_argv[@]}")
@@ -193,6 +202,8 @@ if runs "$bin" --backend landlock --mode read-only -- "$true_bin" && [ -n "$floo
                ::: landlock-exec "$bin" --backend landlock --mode read-only -- "$true_bin"
                ::: run-landlock "$bin" run --backend landlock --mode read-only -- "$true_bin"
                ::: landlock-exec-netdeny "$bin" --backend landlock --mode read-only --network deny -- "$true_bin")
+    runs "$bin" --backend landlock --mode read-only "${allow_hosts[@]}" -- "$true_bin" &&
+        commands+=(::: landlock-exec-hosts "$bin" --backend landlock --mode read-only "${allow_hosts[@]}" -- "$true_bin")
     if runs "$bin" --backend landlock --mode workspace-write -- "$true_bin" && runs "$floor" "${ww_grants[@]}" "$true_bin"; then
         commands+=(::: landlock-floor-ww "$floor" "${ww_grants[@]}" "$true_bin"
                    ::: landlock-floor-run-ww "$floor" -s "${ww_grants[@]}" "$true_bin"
@@ -293,9 +304,9 @@ printf '%-26s' command
 for limit in "${limits[@]}"; do printf ' %22s %9s' "median ms (NOFILE $limit)" "cpu ms"; done
 printf ' %5s  %s\n' exit "(p25-p75 ms at the last limit)"
 for name in bare bwrap-direct wrapper-floor wrapper-floor-run stack-wrapper bwrap-exec run-bwrap bwrap-direct-ww wrapper-floor-ww \
-    wrapper-floor-run-ww bwrap-exec-ww run-bwrap-ww bwrap-direct-netdeny bwrap-exec-netdeny landlock-floor landlock-floor-run supervised-floor hardened-floor hardened-floor-run stack-floor \
+    wrapper-floor-run-ww bwrap-exec-ww run-bwrap-ww bwrap-direct-netdeny bwrap-exec-netdeny bwrap-exec-hosts landlock-floor landlock-floor-run supervised-floor hardened-floor hardened-floor-run stack-floor \
     landlock-runner landlock-exec small-pages run-landlock landlock-floor-ww landlock-floor-run-ww landlock-floor-ww-temp \
-    landlock-floor-run-ww-temp landlock-exec-ww landlock-exec-netdeny \
+    landlock-floor-run-ww-temp landlock-exec-ww landlock-exec-netdeny landlock-exec-hosts \
     run-landlock-ww chain-exec print version \
     pipe-bare pipe-relay pipe-landlock-exec pipe-landlock-run pipe-bwrap-exec pipe-bwrap-run \
     pipe-bare-merged pipe-landlock-exec-merged pipe-landlock-run-merged pipe-bwrap-exec-merged pipe-bwrap-run-merged; do
@@ -399,6 +410,8 @@ row "exec / bare, ${pipe_mb} MiB stdout to a pipe, bwrap" pipe-bwrap-exec pipe-b
 row "bwrap exec, read-only, --network deny / allow" bwrap-exec-netdeny bwrap-exec 1.10
 row "bwrap argv directly, --network deny / allow (its floor)" bwrap-direct-netdeny bwrap-direct
 row "Landlock exec, read-only, --network deny / allow" landlock-exec-netdeny landlock-exec 1.10
+row "bwrap exec, 100 --allow-host / --network deny" bwrap-exec-hosts bwrap-exec-netdeny 1.10
+row "Landlock exec, 100 --allow-host / --network deny" landlock-exec-hosts landlock-exec-netdeny 1.10
 row "default chain exec / bwrap argv directly" chain-exec bwrap-direct
 row "--print (warm probe cache) / C floor" print landlock-floor 1.25
 row "--version / C floor" version landlock-floor

@@ -289,6 +289,20 @@ TEST(BwrapDialect, ExtraInformationalLineIsExcluded) {
               Verdict::RunnerFailure);
 }
 
+// The hosts network's launcher refuses with its own line and 125 before bubblewrap runs.
+TEST(BwrapDialect, TheLaunchersProxyFailureIsRunnerFailure) {
+    EXPECT_EQ(bwrap_verdict("dsh-confine: error: PROXY: socketpair: Too many open files\n", 125), Verdict::RunnerFailure);
+    EXPECT_NE(bwrap_verdict("dsh-confine: error: PROXY: socketpair: Too many open files\n", 1), Verdict::RunnerFailure);
+}
+
+// Without a plan, the proxy's refusal is a denial naming the host (its words are its own).
+TEST(BwrapDialect, TheProxysRefusalIsADenialNamingTheHost) {
+    const Classification result = classify(
+        bwrap::dialect({}), "dsh-confine: network: refused example.org:443, not in allow_hosts (--allow-host ...)\n", 1);
+    EXPECT_EQ(result.verdict, Verdict::Denial);
+    EXPECT_EQ(result.host, "example.org:443");
+}
+
 TEST(BwrapDialect, ReadOnlyFileSystemIsDenial) {
     const Classification result =
         classify(bwrap::dialect({}), "touch: cannot touch '/etc/x': Read-only file system\n", 1);
@@ -588,7 +602,10 @@ TEST(LandlockDialect, NamesOnlyWhatLandlockProduces) {
         EXPECT_TRUE(contains(base, word)) << word;
     for (const char* other : {"read-only file system", "EROFS", "EPERM", "operation not permitted"})
         EXPECT_FALSE(contains(base, other)) << other;
-    EXPECT_EQ(landlock::denial_signatures(SandboxPolicy{}), base);
+    // Without a plan: an allowed network's words, and the proxy's refusal (its own words).
+    auto allowed = landlock::denial_signatures(SandboxPolicy{});
+    allowed.insert(allowed.end(), {"dsh-confine: network: refused ", "not in allow_hosts"});
+    EXPECT_EQ(allowed, base);
     SandboxPolicy policy;
     policy.network = NetworkPolicy::Deny;
     const auto denied = landlock::denial_signatures(policy);

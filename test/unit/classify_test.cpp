@@ -364,18 +364,38 @@ TEST(RenderJson, CarriesEveryFieldInOrder) {
     const Classification result = classify(sample_dialect(), "runner: died\n", 125);
     EXPECT_EQ(render_json(result),
               "{\"verdict\":\"runner-failure\",\"exitCode\":125,\"line\":\"runner: died\","
-              "\"signature\":\"runner: \",\"rule\":0,\"path\":null}\n");
+              "\"signature\":\"runner: \",\"rule\":0,\"path\":null,\"host\":null}\n");
 }
 
 TEST(RenderJson, AbsentEvidenceIsNull) {
     EXPECT_EQ(render_json(classify(sample_dialect(), "", 0)),
-              "{\"verdict\":\"success\",\"exitCode\":0,\"line\":null,\"signature\":null,\"rule\":null,\"path\":null}\n");
+              "{\"verdict\":\"success\",\"exitCode\":0,\"line\":null,\"signature\":null,\"rule\":null,\"path\":null,"
+              "\"host\":null}\n");
 }
 
 TEST(RenderJson, ADenialCarriesThePathItsLineNames) {
     EXPECT_EQ(render_json(classify(sample_dialect(), "ok\nsh: 1: cannot create /etc/x: Permission denied\n", 2)),
               "{\"verdict\":\"denial\",\"exitCode\":2,\"line\":\"sh: 1: cannot create /etc/x: Permission denied\","
-              "\"signature\":\"Permission denied\",\"rule\":null,\"path\":\"/etc/x\"}\n");
+              "\"signature\":\"Permission denied\",\"rule\":null,\"path\":\"/etc/x\",\"host\":null}\n");
+}
+
+// The allow-list proxy's refusal line names a host, not a path: the host is the evidence.
+TEST(RenderJson, AProxyRefusalCarriesTheHostItsLineNames) {
+    const Dialect dialect{{"dsh-confine: network: refused ", "not in allow_hosts"}, {}};
+    const Classification result =
+        classify(dialect, "npm error fetch failed\ndsh-confine: network: refused registry.npmjs.org:443, not in allow_hosts "
+                          "(--allow-host registry.npmjs.org:443 would allow it)\n", 1);
+    EXPECT_EQ(result.verdict, Verdict::Denial);
+    EXPECT_EQ(result.host, "registry.npmjs.org:443");
+    EXPECT_EQ(result.path, std::nullopt);
+    EXPECT_TRUE(contains(render_json(result), "\"path\":null,\"host\":\"registry.npmjs.org:443\"}")) << render_json(result);
+    EXPECT_TRUE(contains(render_text(result), "host: registry.npmjs.org:443\n")) << render_text(result);
+    // The 403 page's words alone (a client printing the page's second line) name no host.
+    const Classification page = classify(dialect, "Forbidden: [::1]:8080 not in allow_hosts\n", 22);
+    EXPECT_EQ(page.verdict, Verdict::Denial);
+    EXPECT_EQ(page.host, std::nullopt);
+    // An IPv6 host keeps its brackets.
+    EXPECT_EQ(classify(dialect, "dsh-confine: network: refused [::1]:8080, not in allow_hosts\n", 7).host, "[::1]:8080");
 }
 
 TEST(Classify, OnlyADenialGetsAPath) {

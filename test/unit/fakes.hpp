@@ -57,7 +57,7 @@ public:
         return out;
     }
     dsh::Dialect dialect() const override { return {}; }
-    dsh::BackendReport report() const override { return {name_, true, "", dsh::SandboxEnforcement::Full, {}, {}}; }
+    dsh::BackendReport report() const override { return {name_, true, "", dsh::SandboxEnforcement::Full, {}, {}, {}}; }
 
 private:
     std::string name_;

@@ -241,5 +241,21 @@ TEST(Allows, AddressLiteralsInAnyTextualForm) {
 
 TEST(Allows, EmptyListAllowsNothing) { EXPECT_FALSE(allows({}, "example.org", 443)); }
 
+TEST(RefusedHost, IsTheHostAndPortAfterThePrefix) {
+    EXPECT_EQ(refused_host("dsh-confine: network: refused example.org:443, not in allow_hosts (--allow-host ...)"),
+              "example.org:443");
+    EXPECT_EQ(refused_host("npm error: dsh-confine: network: refused [::1]:8080, not in allow_hosts"), "[::1]:8080");
+    EXPECT_EQ(refused_host("dsh-confine: network: refused 192.0.2.1:80"), "192.0.2.1:80");
+    EXPECT_EQ(refused_host("dsh-confine: network: refused Example.ORG.:443, x"), "example.org:443");  // canonical
+}
+
+TEST(RefusedHost, NothingWithoutAValidHostAndPort) {
+    EXPECT_EQ(refused_host("not in allow_hosts"), std::nullopt);
+    EXPECT_EQ(refused_host("dsh-confine: network: refused example.org, not in allow_hosts"), std::nullopt);  // no port
+    EXPECT_EQ(refused_host("dsh-confine: network: refused exa*ple.org:443,"), std::nullopt);
+    EXPECT_EQ(refused_host("dsh-confine: network: refused example.org:0,"), std::nullopt);
+    EXPECT_EQ(refused_host("dsh-confine: network: refused "), std::nullopt);
+}
+
 }  // namespace
 }  // namespace dsh

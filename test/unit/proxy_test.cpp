@@ -62,7 +62,7 @@ public:
             if (::pipe2(lifetime_, O_CLOEXEC) != 0) fail("pipe2");
             lifetime = lifetime_[0];
         }
-        options_.lifetimeFd = lifetime;
+        options_.lifetimeFds = {lifetime};
         options_.listenFds = {listen_};
         options_.onRefused = [this](const ProxyRefusal& refusal) {
             std::lock_guard lock(mutex_);
@@ -641,7 +641,7 @@ TEST(Proxy, ServesEveryListeningSocket) {
     ASSERT_EQ(::pipe2(lifetime, O_CLOEXEC), 0);
     const int four = listen_on(AF_INET);
     options.listenFds = {four, six};
-    options.lifetimeFd = lifetime[0];
+    options.lifetimeFds = {lifetime[0]};
     std::thread proxy([&] { EXPECT_EQ(run_proxy(options), 0); });
     for (const auto& [family, fd] : {std::pair{AF_INET, four}, std::pair{AF_INET6, six}}) {
         const int client = connect_to(family, port_of(fd));
@@ -714,7 +714,7 @@ TEST(Proxy, SetupFailuresAreReported) {
     EXPECT_TRUE(contains(error, "not a listening TCP socket")) << error;
     const int listener = listen_on(AF_INET);
     options.listenFds = {listener};
-    options.lifetimeFd = 1'000'000;  // no such descriptor
+    options.lifetimeFds = {1'000'000};  // no such descriptor
     EXPECT_NE(run_proxy(options, &error), 0);
     EXPECT_TRUE(contains(error, "lifetime descriptor")) << error;
     for (int fd : {fds[0], fds[1], listener}) ::close(fd);
