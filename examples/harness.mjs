@@ -102,8 +102,9 @@ class Sandbox {
     }
     if (report.enforcement === 'partial' && !this.gapsShown) {
       this.gapsShown = true;
-      console.log(`enforcement partial under ${report.backend}: ${report.enforcementGaps.length} named gaps, ` +
-                  `e.g. ${report.enforcementGaps[0]}`);
+      const gaps = report.enforcementGaps;
+      const more = gaps.length > 1 ? ` (and ${gaps.length - 1} more named gaps)` : '';
+      console.log(`enforcement partial under ${report.backend}: ${gaps[0]}${more}`);
     }
     const verdict = report.verdict;
     let evidence = verdict.line ? `: ${verdict.line}` : '';

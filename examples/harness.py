@@ -115,8 +115,9 @@ class Sandbox:
                        % (name, status, error["code"], error["message"]))
         if report["enforcement"] == "partial" and not self.gaps_shown:
             self.gaps_shown = True
-            print("enforcement partial under %s: %d named gaps, e.g. %s"
-                  % (report["backend"], len(report["enforcementGaps"]), report["enforcementGaps"][0]))
+            gaps = report["enforcementGaps"]
+            more = " (and %d more named gaps)" % (len(gaps) - 1) if len(gaps) > 1 else ""
+            print("enforcement partial under %s: %s%s" % (report["backend"], gaps[0], more))
         verdict = report["verdict"]
         evidence = ""
         if verdict["line"]:
