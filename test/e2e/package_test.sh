@@ -38,23 +38,7 @@ scratch=$(mktemp -d /tmp/dsh-confine-package-XXXXXX)
 trap 'rm -rf "$scratch"' EXIT
 
 # --- build and inspect the package ------------------------------------------------------------
-# The build tree's own CPack config, installing through its install script: plain `cpack`
-# would first run the "preinstall" target, that is, the build, which must not run beside other
-# tests. Everything else (metadata, install rules, strip, shlibdeps) is the real thing.
-cat >"$scratch/CPackConfig.cmake" <<EOF
-include("$build/CPackConfig.cmake")
-set(CPACK_INSTALL_CMAKE_PROJECTS "")
-set(CPACK_INSTALL_SCRIPTS "$build/cmake_install.cmake")
-set(CPACK_INSTALL_PREFIX "\${CPACK_PACKAGING_INSTALL_PREFIX}")
-set(CMAKE_INSTALL_DO_STRIP 1)
-EOF
-if ! "$cpack" --config "$scratch/CPackConfig.cmake" -G DEB -B "$scratch/out" >"$scratch/cpack.log" 2>&1; then
-    cat "$scratch/cpack.log" >&2
-    fail "cpack failed"
-fi
-debs=("$scratch"/out/*.deb)
-[ ${#debs[@]} -eq 1 ] && [ -f "${debs[0]}" ] || fail "expected one .deb in $scratch/out, found: ${debs[*]}"
-deb=${debs[0]}
+deb=$(bash "$(dirname "$0")/make_deb.sh" "$cpack" "$build" "$scratch/out") || fail "cpack failed"
 
 field() { dpkg-deb --field "$deb" "$1"; }
 [ "$(field Package)" = dsh-confine ] || fail "Package is '$(field Package)'"
