@@ -182,9 +182,13 @@ private:
     }
 
     // The deadline: a phase sets it (arm), activity while relaying moves it (touch), and the
-    // timer only looks at it when it fires, so moving it costs no timer operation.
-    void arm(std::chrono::milliseconds span);
-    void touch() { deadline_ = Clock::now() + options_.idleTimeout; }
+    // timer only looks at it when it fires, so moving it costs no timer operation. Before
+    // relaying (a head, a SOCKS request, a connect) activity moves nothing: a client that
+    // trickles a head, or answers the SOCKS method reply and then waits, has the head's time.
+    void arm(std::chrono::milliseconds span, bool relaying = false);
+    void touch() {
+        if (relaying_) deadline_ = Clock::now() + options_.idleTimeout;
+    }
     void wait_deadline();
     void on_deadline();
 
@@ -244,6 +248,7 @@ private:
     bool connecting_ = false;
     bool connectTimedOut_ = false;
     bool answering_ = false;
+    bool relaying_ = false;
 
     std::string in_;          // read from the client, not yet used (a head, the start of a body)
     std::string upIn_;        // read from the upstream, not yet used
@@ -259,7 +264,8 @@ private:
     std::array<char, 4096> discard_{};
 };
 
-void Connection::arm(std::chrono::milliseconds span) {
+void Connection::arm(std::chrono::milliseconds span, bool relaying) {
+    relaying_ = relaying;
     deadline_ = Clock::now() + span;
     if (closed_) return;
     // Re-armed only when the new deadline is earlier than the one the timer waits for; a later
@@ -422,7 +428,7 @@ void Connection::start_exchange(HttpRequest request, std::string head) {
 }
 
 void Connection::send_request(std::string head) {
-    arm(options_.idleTimeout);
+    arm(options_.idleTimeout, true);
     HttpRequest& request = exchange_.request;
     std::string out = std::move(request.upstreamHead);
     std::uint64_t remaining = 0;
@@ -678,7 +684,7 @@ void Connection::connect_to(const std::vector<tcp::endpoint>& endpoints, const s
                             }
                             error_code ignored;
                             upstream_.set_option(tcp::no_delay(true), ignored);
-                            arm(options_.idleTimeout);
+                            arm(options_.idleTimeout, true);
                             done(nullptr);
                         });
 }
@@ -693,7 +699,7 @@ bool Connection::upstream_reusable() {
 }
 
 void Connection::open_tunnel() {
-    arm(options_.idleTimeout);
+    arm(options_.idleTimeout, true);
     auto start = [this] {
         tunnelOpen_ = 2;
         pump(toUpstream_, client_, upstream_, std::nullopt, &Connection::tunnel_half_done);
@@ -816,6 +822,9 @@ void Connection::chunked_step(ChunkedRelay<isRequest>& relay) {
         const std::size_t used = relay.parser->put(asio::buffer(input), ec);
         input.erase(0, used);
         if (ec && ec != http::error::need_more) return (this->*relay.finished)(ec);
+        // What the parser leaves unread is one incomplete chunk-size line or trailer field: a
+        // peer that never ends it would otherwise grow this buffer without bound.
+        if (input.size() > options_.headerLimit) return (this->*relay.finished)(http::error::header_limit);
     }
     auto next = [this, &relay] { chunked_step(relay); };
     if (!relay.decoded.empty()) {

@@ -97,6 +97,10 @@ std::vector<int> receive_listeners(int channel, int owner) {
         close(channel);
         if (listen_fds.empty()) _exit(0);  // the stage failed, or the sandbox ended, first
     }
+    // A name is resolved as the command gave it: with the resolver's search list (resolv.conf's
+    // `search`, `domain`) a refused `intranet` would still be looked up, and reached, as
+    // `intranet.corp.example`. An empty LOCALDOMAIN replaces that list with none.
+    setenv("LOCALDOMAIN", "", 1);
     ProxyOptions options;
     for (const auto& text : allow)
         if (auto pattern = parse_host_pattern(text)) options.allow.push_back(*pattern);

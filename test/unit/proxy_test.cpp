@@ -632,6 +632,50 @@ TEST(Proxy, IdleAndSlowConnectionsAreClosed) {
     EXPECT_EQ(proxy.stop(), 0);
 }
 
+// True when the proxy ended the connection (recv reads its end), false when the hang guard
+// ran out first: the test that uses it sets the phase it expects to end the connection far
+// shorter than the guard, and the one it must not wait for far longer.
+bool ended_by_proxy(int fd) {
+    char chunk[4096];
+    for (;;) {
+        const ssize_t n = ::recv(fd, chunk, sizeof chunk, 0);
+        if (n > 0 || (n < 0 && errno == EINTR)) continue;
+        return n == 0 || errno == ECONNRESET;
+    }
+}
+
+TEST(Proxy, SocksRequestHasTheHeadsTimeNotTheIdleTime) {
+    ProxyOptions options = allowing({"allowed.test"});
+    options.headTimeout = std::chrono::milliseconds(100);
+    options.idleTimeout = std::chrono::hours(1);
+    RunningProxy proxy(std::move(options));
+    // The method reply is sent, and then no request ever comes.
+    const int client = proxy.client();
+    socks_hello(client);
+    EXPECT_TRUE(ended_by_proxy(client));
+    ::close(client);
+    EXPECT_EQ(proxy.stop(), 0);
+}
+
+TEST(Proxy, ChunkSizeLineThatNeverEndsIsBounded) {
+    Origin origin(AF_INET, serve_http);
+    ProxyOptions options = allowing({"allowed.test"});
+    options.headerLimit = 1024;
+    options.idleTimeout = std::chrono::hours(1);
+    RunningProxy proxy(std::move(options));
+    const int client = proxy.client();
+    ASSERT_TRUE(send_all(client, "POST http://" + at("allowed.test", origin.port()) +
+                                     "/echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1;"));
+    // A chunk extension that never ends: the proxy may hold one head's worth of it, no more.
+    // Sent in pieces, each one keeping the connection busy; the connection stays open after.
+    const std::string piece(512, 'e');
+    for (int i = 0; i < 64; ++i)
+        if (!send_all(client, piece)) break;  // the proxy ended it already
+    EXPECT_TRUE(ended_by_proxy(client));
+    ::close(client);
+    EXPECT_EQ(proxy.stop(), 0);
+}
+
 TEST(Proxy, ServesEveryListeningSocket) {
     PROXY_REQUIRE(ipv6_loopback_works(), "no IPv6 loopback (::1) on this host");
     Origin origin(AF_INET, serve_http);
