@@ -438,6 +438,88 @@ TEST_F(JsonSchema, DoctorJsonVerify) {
 
 // --- strictness: real output, one field renamed, retyped or added -------------------------
 
+// --- the hosts network ----------------------------------------------------------------
+
+// The hosts state in every document that shows it: the policy from flags, the configuration and
+// a session; the session's event; the plan under each backend; a run whose request the proxy
+// refused (the report's refusedHosts and the verdict's host); classify naming the host. The
+// refused host is never contacted: only the loopback proxy sees the request.
+TEST_F(JsonSchema, TheHostsNetworkInEveryDocument) {
+    const ordered_json hosts = {{"mode", "hosts"}, {"allow", {"*.example.org", "[2001:db8::1]:443", "example.org"}}};
+    const std::vector<std::string> allow = {"--allow-host", "Example.ORG.", "--allow-host", "*.example.org",
+                                            "--allow-host", "[2001:DB8:0::1]:443"};
+    std::vector<std::string> args = {"policy"};
+    args.insert(args.end(), allow.begin(), allow.end());
+    const std::string from_flags = output(args);
+    EXPECT_EQ(ordered_json::parse(from_flags)["network"], hosts) << from_flags;
+    EXPECT_TRUE(Valid(schema("policy.schema.json"), from_flags));
+    const std::string file = config("[network]\nallow_hosts = [\"example.org\", \"*.example.org\", \"[2001:db8::1]:443\"]\n");
+    const std::string from_config = output({"policy", "--config", file});
+    EXPECT_EQ(ordered_json::parse(from_config)["network"], hosts) << from_config;
+    EXPECT_TRUE(Valid(schema("policy.schema.json"), from_config));
+
+    output({"session", "start", "s1", "--cwd", scratch / "ws"});
+    output({"session", "network", "s1", "hosts", "example.org", "*.example.org", "[2001:db8::1]:443"});
+    const std::string shown = output({"session", "show", "s1"});
+    const ordered_json session = ordered_json::parse(shown);
+    EXPECT_EQ(session["network"], hosts) << shown;
+    EXPECT_EQ(session["events"][0]["allow"], hosts["allow"]) << shown;
+    EXPECT_TRUE(Valid(schema("session.schema.json"), shown));
+    EXPECT_TRUE(Valid(schema("policy.schema.json"), output({"policy", "--session", "s1"})));
+
+    bool any = false;
+    for (const char* backend : {"bwrap", "landlock"}) {
+        std::vector<std::string> print = {"--print", "--backend", backend};
+        print.insert(print.end(), allow.begin(), allow.end());
+        print.insert(print.end(), {"--", "true"});
+        const e2e::Result r = dsh(print);
+        if (r.status != 0) continue;  // not usable here
+        any = true;
+        const ordered_json plan = ordered_json::parse(r.out);
+        EXPECT_EQ(plan["network"], hosts) << r.out;
+        EXPECT_TRUE(contains(r.out, "\"dsh-confine: network: refused \"")) << r.out;
+        EXPECT_TRUE(Valid(schema("plan.schema.json", "/$defs/confinedPlan"), r.out));
+        EXPECT_TRUE(Valid(schema("plan.schema.json"), r.out));
+    }
+    E2E_REQUIRE(any, "no backend can confine in the hosts network here");
+
+    // A CONNECT to a host the list does not name, through the proxy the environment names.
+    const std::string client =
+        "import os, socket, urllib.parse\n"
+        "proxy = urllib.parse.urlsplit(os.environ['HTTP_PROXY'])\n"
+        "s = socket.create_connection((proxy.hostname, proxy.port))\n"
+        "s.sendall(b'CONNECT refused.example:443 HTTP/1.1\\r\\nHost: refused.example:443\\r\\n\\r\\n')\n"
+        "print(s.recv(200).split(b'\\r\\n')[0].decode())\n"
+        "raise SystemExit(7)\n";
+    const std::string report = scratch / "report.json";
+    dsh({"run", "--allow-host", "example.org", "--report", report, "--", "/usr/bin/python3", "-c", client});
+    const ordered_json parsed = ordered_json::parse(e2e::read_file(report));
+    EXPECT_EQ(parsed["refusedHosts"], ordered_json::parse(R"([{"host":"refused.example:443","count":1}])")) << parsed.dump();
+    EXPECT_EQ(parsed["verdict"]["verdict"], "denial") << parsed.dump();
+    EXPECT_EQ(parsed["verdict"]["host"], "refused.example:443") << parsed.dump();
+    EXPECT_TRUE(Valid(schema("report.schema.json"), parsed.dump()));
+    ordered_json uncounted = parsed;
+    uncounted["refusedHosts"][0]["count"] = 0;
+    EXPECT_TRUE(Invalid(schema("report.schema.json"), uncounted.dump()));
+    ordered_json both = parsed;
+    both["verdict"]["path"] = "/etc/x";
+    EXPECT_TRUE(Invalid(schema("report.schema.json"), both.dump())) << "a denial names a host or a path, not both";
+
+    e2e::RunOptions o = options();
+    o.input = "dsh-confine: network: refused refused.example:443, not in allow_hosts\n";
+    const e2e::Result verdict = e2e::run({"classify", "--backend", "bwrap", "--exit-code", "1", "--format", "json"}, o);
+    EXPECT_TRUE(contains(verdict.out, "\"host\":\"refused.example:443\"")) << verdict.out << verdict.err;
+    EXPECT_TRUE(Valid(schema("verdict.schema.json"), verdict.out));
+
+    // An empty allow-list is no hosts state, in the policy and in the session's event.
+    ordered_json policy = ordered_json::parse(from_flags);
+    policy["network"]["allow"] = ordered_json::array();
+    EXPECT_TRUE(Invalid(schema("policy.schema.json"), policy.dump()));
+    ordered_json event = session;
+    event["events"][0].erase("allow");
+    EXPECT_TRUE(Invalid(schema("session.schema.json"), event.dump()));
+}
+
 ordered_json renamed(ordered_json object, const std::string& from, const std::string& to) {
     ordered_json out = ordered_json::object();
     for (auto& [key, value] : object.items()) out[key == from ? to : key] = value;
