@@ -118,7 +118,8 @@ Expected<ConfinedArgv> SeatbeltBackend::confine(const std::vector<std::string>& 
     ConfinedArgv out;
     out.argv = build_argv(layout, argv, canonical);
     out.backend = name();
-    out.enforcement = SandboxEnforcement::Full;
+    out.enforcementGaps = seatbelt::enforcement_gaps(policy);
+    out.enforcement = out.enforcementGaps.empty() ? SandboxEnforcement::Full : SandboxEnforcement::Partial;
     const Dialect rules = dialect();
     out.denialSignatures = rules.denialSignatures;
     out.runnerFailureRules = rules.runnerFailureRules;

@@ -46,7 +46,7 @@ ProfileShape shape_of(const Layout& layout, const SandboxPolicy& policy) {
     shape.protectedPaths = guard.paths.size();
     shape.anchors = guard.anchors.size();
     shape.unreadablePaths = policy.unreadablePaths.size();
-    shape.denyNetwork = policy.network == NetworkPolicy::Deny;
+    shape.denyNetwork = policy.network != NetworkPolicy::Allow;  // hosts: see enforcement_gaps
     return shape;
 }
 
@@ -56,6 +56,12 @@ std::string text_of(std::string_view name) {
 }
 
 }  // namespace
+
+std::vector<std::string> enforcement_gaps(const SandboxPolicy& policy) {
+    if (policy.network != NetworkPolicy::Hosts) return {};
+    return {"network: Seatbelt has no allow-list proxy: the network is denied as with --network deny, so the "
+            "allowed hosts are not reachable either"};
+}
 
 std::string strip_comments(std::string_view text) {
     std::string out;

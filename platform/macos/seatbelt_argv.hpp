@@ -70,6 +70,11 @@ std::vector<std::string> build_argv(const Layout& layout, const std::vector<std:
 
 std::vector<std::string> writable_roots(const Layout& layout, const SandboxPolicy& policy);
 
+// What a Seatbelt plan for `policy` does not govern as the policy asks. The hosts network has no
+// allow-list proxy here: the profile denies the network as `--network deny` does, so nothing
+// leaves, and the allowed hosts are not reachable either (named, so the plan is `partial`).
+std::vector<std::string> enforcement_gaps(const SandboxPolicy& policy);
+
 // The full-line comments and blank lines of an SBPL text removed; every other line kept.
 std::string strip_comments(std::string_view text);
 

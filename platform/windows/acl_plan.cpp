@@ -216,6 +216,9 @@ std::vector<std::string> enforcement_gaps(const SandboxPolicy& policy) {
     if (policy.network == NetworkPolicy::Deny)
         gaps.push_back("network: a restricted token cannot take the network away without administrator rights "
                        "(a firewall rule); the command can still connect and listen");
+    if (policy.network == NetworkPolicy::Hosts)
+        gaps.push_back("network: the hosts network has no allow-list proxy here, and a restricted token cannot take "
+                       "the network away: the command can connect to any host and listen");
     if (policy.mode == ConfinedSandboxMode::WorkspaceWrite && !policy.protectedPaths.empty())
         gaps.push_back("protected paths: the workspace's ACL grant is inherited below it, so " + join(policy.protectedPaths) +
                        " remain writable");

@@ -339,6 +339,20 @@ TEST(SeatbeltDimensions, ReadOnlyHidesAndDeniesTheNetworkToo) {
     EXPECT_EQ(argument_after(argv, "WRITABLE_ROOT_0"), "");  // read-only writes nothing
 }
 
+TEST(SeatbeltDimensions, TheHostsNetworkIsDeniedAndNamed) {
+    // No allow-list proxy under Seatbelt: nothing leaves, and the plan says the hosts do not either.
+    SandboxPolicy policy = dimensions_policy();
+    policy.network = NetworkPolicy::Hosts;
+    policy.allowHosts = {"registry.npmjs.org"};
+    const auto argv = seatbelt::build_argv({"/usr/bin/sandbox-exec", "/private/tmp/t"}, {"true"}, policy);
+    EXPECT_NE(argv[2].find("(deny network*)"), std::string::npos);
+    const auto gaps = seatbelt::enforcement_gaps(policy);
+    ASSERT_EQ(gaps.size(), 1u);
+    EXPECT_EQ(gaps[0].rfind("network: Seatbelt has no allow-list proxy", 0), 0u) << gaps[0];
+    policy.network = NetworkPolicy::Deny;
+    EXPECT_TRUE(seatbelt::enforcement_gaps(policy).empty());
+}
+
 TEST(SeatbeltDimensions, WritableRootsListTheExtraRoots) {
     const auto roots = seatbelt::writable_roots({"/usr/bin/sandbox-exec", "/private/tmp/t"}, dimensions_policy());
     EXPECT_NE(std::find(roots.begin(), roots.end(), "/Users/u/.npm"), roots.end());

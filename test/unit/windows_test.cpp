@@ -313,5 +313,17 @@ TEST(RestrictedTokenGaps, TheNetworkProtectedAndUnreadablePathsAreNamedWhenAsked
     EXPECT_NE(gaps[base + 2].find("C:/Users/u/.ssh"), std::string::npos);
 }
 
+TEST(RestrictedTokenGaps, TheHostsNetworkIsNamedAsOpen) {
+    SandboxPolicy policy;
+    policy.mode = ConfinedSandboxMode::ReadOnly;
+    policy.workspaceRoot = "C:/src/app";
+    const std::size_t base = restricted_token::enforcement_gaps(policy).size();
+    policy.network = NetworkPolicy::Hosts;
+    policy.allowHosts = {"example.org"};
+    const std::vector<std::string> gaps = restricted_token::enforcement_gaps(policy);
+    ASSERT_EQ(gaps.size(), base + 1);
+    EXPECT_EQ(gaps[base].rfind("network: the hosts network has no allow-list proxy here", 0), 0u) << gaps[base];
+}
+
 }  // namespace
 }  // namespace dsh
