@@ -105,6 +105,9 @@ std::vector<std::string> enforcement_gaps(int abi, const SandboxPolicy& policy) 
 std::vector<std::string> hosts_network_gaps() {
     return {"network: Landlock's TCP rules go by port alone: the command can connect to the proxy's port (a loopback "
             "port picked when the call starts) on any address it can route to, not only the proxy's",
+            "network: a process the command leaves running keeps that right after the call, when the port is "
+            "no longer the proxy's and anything may listen on it (`run` ends the command's whole tree; the "
+            "exec path and a printed plan do not)",
             "network: the proxy listens on the host's loopback: any local process can use it, within the same "
             "allow-list, while the call runs"};
 }
