@@ -254,7 +254,6 @@ struct Subcommands {
     CLI::App* effect = nullptr;
     CLI::App* netProxy = nullptr;
     std::vector<std::string> netProxyHosts;
-    int netProxyRefusalsFd = -1;
 
     PolicyOptions runOptions;
     RunOptions runOwn;
@@ -433,7 +432,6 @@ void add_subcommands(CLI::App& app, Subcommands& c, const Named& wanted, const N
         c.netProxy = app.add_subcommand("net-proxy", "");
         c.netProxy->group("");
         c.netProxy->add_option("--allow-host", c.netProxyHosts, "a host pattern the proxy allows (repeatable)")->required();
-        c.netProxy->add_option("--refusals-fd", c.netProxyRefusalsFd, "run's socket for the proxy's refusals (the proxy's alone)");
         c.netProxy->prefix_command();
     }
     if (wanted("__effect")) {
@@ -628,7 +626,7 @@ std::optional<int> run_line(const CommandLine& line, const Named& named) {
                 std::fprintf(stderr, "dsh-confine: error: PROXY: net-proxy: no bubblewrap plan given\n");
                 return 125;
             }
-            return platform::net_proxy_exec(c.netProxyHosts, c.netProxyRefusalsFd, rest);
+            return platform::net_proxy_exec(c.netProxyHosts, rest);
         }
         if (parsed(c.token)) {
             std::vector<std::string> rest;

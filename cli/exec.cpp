@@ -133,6 +133,8 @@ Planned plan_call(const PolicyOptions& options, const std::vector<std::string>& 
         if (!options.writableRoots.empty()) ignored.push_back("--writable-root");
         if (!options.denyRead.empty()) ignored.push_back("--deny-read");
         if (options.network == "deny") ignored.push_back("--network deny");
+        if (options.network == "hosts") ignored.push_back("--network hosts");
+        if (!options.allowHosts.empty()) ignored.push_back("--allow-host");
         if (!ignored.empty())
             throw Error(code::Usage, ignored.front() + " cannot apply in danger-full-access, where nothing is confined "
                                      "(drop it, or choose a confined mode)");

@@ -173,6 +173,7 @@ ojson failure_report(const std::optional<SandboxExecutionPolicy>& policy, const 
     report["limit"] = nullptr;
     add_bounds(report, RunBounds{}, {}, false);
     report["refusedHosts"] = ojson::array();
+    report["refusedHostsUnlisted"] = 0;
     report["error"] = {{"code", code_name}, {"message", message}};
     return report;
 }
@@ -180,18 +181,21 @@ ojson failure_report(const std::optional<SandboxExecutionPolicy>& policy, const 
 // The hosts the allow-list proxy refused during the call, with counts, in the order of their first
 // refusal: read from the socket only `run` and the proxy hold (`--refusals-fd`), so the command,
 // which never gets it, cannot add to or hide from the list. At most kMaxRefusedHosts hosts are
-// listed; later ones are not counted.
+// listed; the refusals of later ones, and those the proxy could not report at once (it never
+// waits for `run`), are counted as unlisted, so that a list a command flooded is known to be
+// incomplete.
 class RefusedHosts {
 public:
     static constexpr std::size_t kMaxRefusedHosts = 256;
 
     // `run`'s end of the socket (-1: the call has no proxy) and the proxy's, passed to the runner.
     bool open() {
-#if defined(_WIN32)
-        return false;
+#if !defined(__linux__)
+        return false;  // the proxy is Linux's
 #else
         int pair[2];
-        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0)
+        // Seqpacket: each record arrives whole or not at all, never glued to the next.
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0)
             throw Error(code::RunnerExec, std::string("socketpair (the proxy's refusals): ") + std::strerror(errno));
         ours_ = pair[0];
         theirs_ = pair[1];
@@ -207,8 +211,8 @@ public:
     RefusedHosts& operator=(const RefusedHosts&) = delete;
 
     int ours() const { return ours_; }
-    // The proxy's end, handed over to supervise (which closes it).
-    int release_theirs() { return std::exchange(theirs_, -1); }
+    // The proxy's end (-1: none), which the proxy's process gets a copy of when it starts.
+    int theirs() const { return theirs_; }
 
     void feed(std::string_view chunk) {
         for (char c : chunk) {
@@ -226,6 +230,7 @@ public:
     // before is read to the end, which comes when it has closed its end (it has exited).
     void finish() {
 #if !defined(_WIN32)
+        if (theirs_ >= 0) close(std::exchange(theirs_, -1));  // the end comes when the proxy's copy closes
         if (ours_ < 0) return;
         shutdown(ours_, SHUT_WR);
         char buffer[4096];
@@ -257,9 +262,16 @@ public:
         for (const auto& [host, count] : hosts_) list.push_back({{"host", host}, {"count", count}});
         return list;
     }
+    unsigned long long unlisted() const { return unlisted_; }
 
 private:
     void add(const std::string& line) {
+        if (line.rfind(kUndeliveredRefusals, 0) == 0) {
+            const std::string count = line.substr(kUndeliveredRefusals.size());
+            if (!count.empty() && count.size() < 20 && count.find_first_not_of("0123456789") == std::string::npos)
+                unlisted_ += std::stoull(count);
+            return;
+        }
         // The proxy writes host_port_text's form; anything else is not a record.
         const auto authority = parse_authority(line);
         if (!authority || !authority->port) return;
@@ -270,11 +282,13 @@ private:
                 return;
             }
         if (hosts_.size() < kMaxRefusedHosts) hosts_.emplace_back(host, 1);
+        else ++unlisted_;
     }
 
     int ours_ = -1, theirs_ = -1;
     std::string pending_;
     std::vector<std::pair<std::string, unsigned long long>> hosts_;
+    unsigned long long unlisted_ = 0;
 };
 
 // The bounds the options give, checked before anything else (USAGE, nothing runs).
@@ -369,8 +383,10 @@ int supervise_and_report(const Planned& planned, const std::vector<std::string>&
     std::vector<std::string> spawn_argv = planned.plan.argv;
     platform::StartProofPlan proof;
     Dialect dialect;
+    RefusedHosts refused;
     if (planned.plan.confined) {
-        proof = platform::prepare_for_run(spawn_argv, planned.plan.confined->backend);
+        if (planned.plan.policy.network == NetworkPolicy::Hosts) refused.open();
+        proof = platform::prepare_for_run(spawn_argv, planned.plan.confined->backend, refused.theirs());
         dialect = {planned.plan.confined->denialSignatures, planned.plan.confined->runnerFailureRules};
     } else {
         spawn_argv.front() = posix::resolve_program(argv.front()).path;
@@ -378,10 +394,8 @@ int supervise_and_report(const Planned& planned, const std::vector<std::string>&
 
     StreamClassifier classifier(std::move(dialect));
     posix::SuperviseOptions options;
-    RefusedHosts refused;
-    if (proof.refusalsFdSlot >= 0 && refused.open()) {
-        options.passFd = refused.release_theirs();
-        spawn_argv[static_cast<std::size_t>(proof.refusalsFdSlot)] = std::to_string(options.passFd);
+    options.passFd = proof.passFd;
+    if (proof.reportsRefusals) {
         options.watchFd = refused.ours();
         options.onWatched = [&refused](std::string_view chunk) { refused.feed(chunk); };
     }
@@ -447,7 +461,12 @@ int supervise_and_report(const Planned& planned, const std::vector<std::string>&
     const bool not_started = outcome.started && (!*outcome.started || command_missing);
     Classification verdict = classifier.finish(status, !runner_reached_command);
     // The proxy's own word on what it refused decides the host: a failed command that was refused
-    // a host is a denial naming it, whatever its stderr says (a line it printed itself included).
+    // a host is a denial naming it, whatever its stderr says (a line it printed itself included),
+    // and a refusal on stderr that the proxy never reported is the command's own line, no
+    // evidence of anything: that failure stays a failure.
+    if (proof.reportsRefusals && refused.empty() && verdict.verdict == Verdict::Denial && verdict.host)
+        verdict = Classification{Verdict::Failure, status, std::nullopt, std::nullopt, std::nullopt, std::nullopt,
+                                 std::nullopt};
     if (!refused.empty() && (verdict.verdict == Verdict::Failure ||
                              (verdict.verdict == Verdict::Denial && !(verdict.host && refused.has(*verdict.host))))) {
         verdict = Classification{Verdict::Denial,
@@ -493,6 +512,7 @@ int supervise_and_report(const Planned& planned, const std::vector<std::string>&
         report["limit"] = limit ? ojson(std::string(to_string(*limit))) : ojson(nullptr);
         add_bounds(report, bounds, limits ? limits->enforcement : std::vector<LimitEnforcement>{}, cpu_limit_ns.has_value());
         report["refusedHosts"] = refused.json();
+        report["refusedHostsUnlisted"] = refused.unlisted();
         sink.write(report);
     }
     if (timed_out) return 124;

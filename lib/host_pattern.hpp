@@ -87,6 +87,10 @@ bool allows(const std::vector<HostPattern>& patterns, const RequestedHost& host,
 // host it refuses, and of its 403 page's body: `dsh-confine: network: refused HOST:PORT, ...`.
 inline constexpr std::string_view kRefusedHostPrefix = "dsh-confine: network: refused ";
 
+// On the socket the proxy reports its refusals on to `run` (one `HOST:PORT\n` per refusal), the
+// last record when some could not be sent at once: this prefix and how many, `dropped 12\n`.
+inline constexpr std::string_view kUndeliveredRefusals = "dropped ";
+
 // The host a refusal line names, as host_port_text writes it ("example.org:443"), or nullopt
 // when the line holds no refusal with a valid HOST:PORT after kRefusedHostPrefix.
 std::optional<std::string> refused_host(std::string_view line);

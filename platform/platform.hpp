@@ -68,14 +68,22 @@ struct StartProofPlan {
     // The runner ends the command's whole tree when it ends and dies with its parent, so `run`
     // needs no keeper process in front of it (bubblewrap's pid namespace and --die-with-parent).
     bool runnerEndsTree = false;
-    // The hosts network: the index in argv of the placeholder for the socket the proxy reports
-    // each refused host on (`--refusals-fd`), which `run` makes and reads; -1 without a proxy.
-    int refusalsFdSlot = -1;
+    // The hosts network: the plan's proxy reports each host it refuses on the socket `run` gave
+    // (prepare_for_run's `refusals`).
+    bool reportsRefusals = false;
+    // A descriptor the runner alone inherits (under bubblewrap in the hosts network: the stage's
+    // channel to the proxy, `--proxy-fd`); `run` closes its copy once the runner has started.
+    int passFd = -1;
 };
 // Prepares a confined argv for `run`: adds the proof-of-start option, and where the runner
 // would make a per-call temp area itself (and leave it behind until a later call), makes it
-// here instead, so `run` removes it when the command ends. Failure to prepare is an Error.
-StartProofPlan prepare_for_run(std::vector<std::string>& argv, const std::string& backend);
+// here instead, so `run` removes it when the command ends. In the hosts network it starts the
+// proxy here, in `run`'s own process, reporting refusals on `refusals`: the bubblewrap plan's
+// launcher (`dsh-confine net-proxy ... --`) is done here and taken off argv, as Landlock's
+// runner is prepared here, so that under either backend the proxy is outside the call's cgroup
+// and rlimits (a command that uses up its processes or CPU time cannot end the proxy with them).
+// Failure to prepare is an Error.
+StartProofPlan prepare_for_run(std::vector<std::string>& argv, const std::string& backend, int refusals = -1);
 // Removes a temp area prepare_for_run made.
 void remove_run_temp_dir(const std::string& dir);
 
@@ -121,8 +129,8 @@ int bwrap_stage(const BwrapStageRequest& request, const std::vector<std::string>
 
 // `dsh-confine net-proxy --allow-host P... -- BWRAP_ARGV`: the proxy started outside the sandbox,
 // then bubblewrap executed (platform/linux/proxy_companion.hpp). Returns only on failure (125).
-// `refusals_fd`: `--refusals-fd`, the socket the proxy reports refusals on under `run` (-1: none).
-int net_proxy_exec(const std::vector<std::string>& allow_hosts, int refusals_fd, const std::vector<std::string>& bwrap_argv);
+// `run` does the same in its own process instead (prepare_for_run).
+int net_proxy_exec(const std::vector<std::string>& allow_hosts, const std::vector<std::string>& bwrap_argv);
 
 // `dsh-confine restricted-token-exec ...` where the system has the restricted-token backend
 // (Windows); 125 elsewhere.

@@ -73,7 +73,7 @@ int exec_plan(const ConfinedArgv& confined, const SandboxPolicy& policy, const s
     // The hosts network: the plan's launcher (`dsh-confine net-proxy ... --`) done here, then bubblewrap.
     if (confined.argv.size() > 2 && confined.argv[1] == "net-proxy") {
         const auto separator = std::find(confined.argv.begin(), confined.argv.end(), "--");
-        return net_proxy_exec(policy.allowHosts, -1, std::vector<std::string>(separator + 1, confined.argv.end()));
+        return net_proxy_exec(policy.allowHosts, std::vector<std::string>(separator + 1, confined.argv.end()));
     }
     // bubblewrap waits for its children and hangs when they are reaped unseen: a SIGCHLD the
     // caller ignored (which survives execve) is the default for it, and for the command under it.
@@ -106,14 +106,22 @@ posix::Launch prepare_plan(const ConfinedArgv& confined, const SandboxPolicy& po
     return [launch] { return launch->run(); };
 }
 
-StartProofPlan prepare_for_run(std::vector<std::string>& argv, const std::string& backend) {
+StartProofPlan prepare_for_run(std::vector<std::string>& argv, const std::string& backend, int refusals) {
     if (backend == "bwrap") {
         StartProofPlan plan;
-        // The hosts network: the launcher hands the proxy the socket its refusals come back on.
-        const bool launcher = argv.size() > 2 && argv[1] == "net-proxy";
-        if (launcher) {
-            argv.insert(argv.begin() + 2, {"--refusals-fd", "-1"});
-            plan.refusalsFdSlot = 3;
+        // The hosts network: the plan's launcher, `dsh-confine net-proxy --allow-host P... --`,
+        // done here (see platform.hpp) and taken off argv.
+        if (argv.size() > 2 && argv[1] == "net-proxy") {
+            const auto separator = std::find(argv.begin(), argv.end(), "--");
+            std::vector<std::string> allow;
+            for (auto at = argv.begin() + 2; at != separator && at + 1 != separator; ++at)
+                if (*at == "--allow-host") allow.push_back(*++at);
+            std::vector<std::string> bwrap_argv(separator == argv.end() ? argv.end() : separator + 1, argv.end());
+            std::string why;
+            plan.passFd = proxy::start_bwrap_proxy(allow, bwrap_argv, refusals, why);
+            if (plan.passFd < 0) throw Error(code::Proxy, why);
+            argv = std::move(bwrap_argv);
+            plan.reportsRefusals = refusals >= 0;
         }
         // The stage's proof of start, which alone says whether the command was reached.
         const auto stage = std::find(argv.begin(), argv.end(), "bwrap-stage");
@@ -123,12 +131,10 @@ StartProofPlan prepare_for_run(std::vector<std::string>& argv, const std::string
         plan.fdSlot = static_cast<int>(at - argv.begin()) + 1;
         plan.commandIsGrandchild = true;
         // bubblewrap's pid 1 dies with bubblewrap, and everything in its pid namespace with it:
-        // what the command leaves cannot outlive the runner, nor the runner dsh-confine. (A plan
-        // in the hosts network starts with its launcher, which execs bubblewrap in its process.)
-        const auto bwrap_start = launcher ? std::find(argv.begin(), argv.end(), "--") + 1 : argv.begin();
-        const auto options_end = std::find(bwrap_start, argv.end(), "--");
-        plan.runnerEndsTree = std::find(bwrap_start, options_end, "--unshare-pid") != options_end &&
-                              std::find(bwrap_start, options_end, "--die-with-parent") != options_end;
+        // what the command leaves cannot outlive the runner, nor the runner dsh-confine.
+        const auto options_end = std::find(argv.begin(), argv.end(), "--");
+        plan.runnerEndsTree = std::find(argv.begin(), options_end, "--unshare-pid") != options_end &&
+                              std::find(argv.begin(), options_end, "--die-with-parent") != options_end;
         return plan;
     }
     if (backend == "landlock") {
@@ -150,12 +156,13 @@ StartProofPlan prepare_for_run(std::vector<std::string>& argv, const std::string
             argv.insert(base + 2, {"--temp-dir-id", id->text()});
         }
         argv.insert(argv.begin() + 2, {"--status-fd", "-1"});
-        // The hosts network: the proxy, started by the runner's preparation, reports its refusals.
+        // The hosts network: the proxy, started by the runner's preparation in this process
+        // (run's prepareHere), reports its refusals.
         const auto options_end = std::find(argv.begin(), argv.end(), "--");
         for (auto at = argv.begin(); at != options_end && at + 1 != options_end; ++at)
-            if (*at == "--network" && *(at + 1) == "hosts") {
-                argv.insert(argv.begin() + 4, {"--refusals-fd", "-1"});
-                plan.refusalsFdSlot = 5;
+            if (*at == "--network" && *(at + 1) == "hosts" && refusals >= 0) {
+                argv.insert(argv.begin() + 4, {"--refusals-fd", std::to_string(refusals)});
+                plan.reportsRefusals = true;
                 break;
             }
         return plan;
@@ -198,7 +205,7 @@ int bwrap_stage(const BwrapStageRequest& request, const std::vector<std::string>
     return bwrap::run_stage(request, argv);
 }
 
-int net_proxy_exec(const std::vector<std::string>& allow_hosts, int refusals_fd, const std::vector<std::string>& bwrap_argv) {
+int net_proxy_exec(const std::vector<std::string>& allow_hosts, const std::vector<std::string>& bwrap_argv) {
     std::vector<std::string> canonical;
     for (const auto& text : allow_hosts) {
         auto pattern = parse_host_pattern(text);
@@ -213,17 +220,7 @@ int net_proxy_exec(const std::vector<std::string>& allow_hosts, int refusals_fd,
     fallback.sa_handler = SIG_DFL;
     sigemptyset(&fallback.sa_mask);
     sigaction(SIGCHLD, &fallback, nullptr);
-    // `run`'s socket: one it holds the other end of, or the plan is not run's.
-    if (refusals_fd >= 0) {
-        int type = 0;
-        socklen_t size = sizeof type;
-        if (getsockopt(refusals_fd, SOL_SOCKET, SO_TYPE, &type, &size) != 0 || type != SOCK_STREAM) {
-            std::fprintf(stderr, "dsh-confine: error: PROXY: net-proxy: --refusals-fd %d is not a stream socket\n", refusals_fd);
-            return 125;
-        }
-        fcntl(refusals_fd, F_SETFD, FD_CLOEXEC);
-    }
-    return proxy::exec_with_proxy(canonical, bwrap_argv, refusals_fd);
+    return proxy::exec_with_proxy(canonical, bwrap_argv);
 }
 
 int landlock_exec(const LandlockExecRequest& request, const std::vector<std::string>& argv) {

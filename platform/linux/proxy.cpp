@@ -115,12 +115,28 @@ struct Exchange {
 
 class Server {
 public:
-    explicit Server(const ProxyOptions& options) : options_(options) {}
+    // Makes the resolver's thread now (Asio makes it at the first lookup): see
+    // ProxyOptions::awaitListeners. Throws std::system_error when it cannot.
+    explicit Server(const ProxyOptions& options) : options_(options) {
+        tcp::resolver warm(io_);
+        warm.async_resolve("127.0.0.1", "0", tcp::resolver::numeric_host | tcp::resolver::numeric_service,
+                           [](const error_code&, const tcp::resolver::results_type&) {});
+    }
     Server(const Server&) = delete;
     Server& operator=(const Server&) = delete;
 
     bool start(std::string& why);
-    void run() { io_.run(); }
+    // An exception out of one handler (an allocation that failed) ends that handler's
+    // connection, whose state it held, not the proxy: Asio lets run() be called again.
+    void run() {
+        for (;;) {
+            try {
+                io_.run();
+                return;
+            } catch (const std::exception&) {
+            }
+        }
+    }
 
     const ProxyOptions& options() const { return options_; }
     asio::io_context& io() { return io_; }
@@ -961,12 +977,20 @@ void raise_descriptor_limit(std::size_t connections) {
 int run_proxy(const ProxyOptions& options, std::string* error) {
     ::signal(SIGPIPE, SIG_IGN);
     raise_descriptor_limit(options.maxConnections);
+    ProxyOptions effective = options;
     std::string why;
     int status = 0;
-    {
-        Server server(options);
+    try {
+        Server server(effective);
+        if (effective.awaitListeners) {
+            effective.listenFds = effective.awaitListeners();
+            if (effective.listenFds.empty()) return 0;
+        }
         if (server.start(why)) server.run();
         else status = 1;
+    } catch (const std::exception& e) {
+        why = std::string("cannot start: ") + e.what();
+        status = 1;
     }
     if (status != 0 && error) *error = why;
     return status;

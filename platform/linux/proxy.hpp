@@ -39,6 +39,12 @@ struct ProxyOptions {
     // namespace, under Landlock on the host's loopback). The proxy accepts on them and closes
     // them when it ends.
     std::vector<int> listenFds;
+    // When set, called once the proxy's own start-up is done and before it serves, to give the
+    // listening sockets in place of `listenFds` (empty: end at once, status 0). Start-up makes
+    // the only thread the proxy ever has (the resolver's), so a command that has since used up
+    // its processes (a pids limit, RLIMIT_NPROC shared with the proxy's user) cannot stop a
+    // lookup by leaving no thread to make.
+    std::function<std::vector<int>()> awaitListeners;
     // The proxy ends, closing every connection, when any of these descriptors becomes readable
     // or hangs up (a pidfd, a pipe's read end whose writers are gone, a socket whose peer shut it
     // down). None: never (tests). Not closed.
@@ -62,7 +68,8 @@ struct ProxyOptions {
 };
 
 // Serves until the lifetime descriptor fires. Returns 0 then, or nonzero at once when it cannot
-// start (no listening socket, a descriptor that is not one, the lifetime descriptor unusable),
+// start (no listening socket, a descriptor that is not one, the lifetime descriptor unusable, no
+// thread for the resolver),
 // with the reason in `error` when given. It changes its process: SIGPIPE is ignored from then on
 // (splice(2) to a closed socket raises it), and the soft limit on open descriptors is raised
 // toward the hard one when `maxConnections` needs more (six per connection, at most).

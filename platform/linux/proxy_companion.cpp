@@ -92,11 +92,6 @@ std::vector<int> receive_listeners(int channel, int owner) {
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
 
-    if (channel >= 0) {
-        listen_fds = receive_listeners(channel, owner);
-        close(channel);
-        if (listen_fds.empty()) _exit(0);  // the stage failed, or the sandbox ended, first
-    }
     // A name is resolved as the command gave it: with the resolver's search list (resolv.conf's
     // `search`, `domain`) a refused `intranet` would still be looked up, and reached, as
     // `intranet.corp.example`. An empty LOCALDOMAIN replaces that list with none.
@@ -105,22 +100,41 @@ std::vector<int> receive_listeners(int channel, int owner) {
     for (const auto& text : allow)
         if (auto pattern = parse_host_pattern(text)) options.allow.push_back(*pattern);
     options.listenFds = listen_fds;
+    if (channel >= 0) {
+        // After the proxy's start-up (ProxyOptions::awaitListeners): the stage sends them just
+        // before it starts the command. None: the stage failed, or the sandbox ended, first.
+        options.awaitListeners = [channel, owner] {
+            std::vector<int> received = receive_listeners(channel, owner);
+            close(channel);
+            return received;
+        };
+    }
     options.lifetimeFds = {owner};
     if (refusals >= 0) options.lifetimeFds.push_back(refusals);  // `run` shut its side down, or is gone
-    options.onRefused = [refusals](const ProxyRefusal& refusal) {
+    unsigned long long undelivered = 0;
+    options.onRefused = [refusals, &undelivered](const ProxyRefusal& refusal) {
         const std::string where = (refusal.host.find(':') == std::string::npos ? refusal.host : "[" + refusal.host + "]") +
                                   ":" + std::to_string(refusal.port);
         const std::string line = std::string(kRefusedHostPrefix) + where + ", " + refusal.reason + " (--allow-host " + where +
                                  " would allow it)\n";
         [[maybe_unused]] const ssize_t n = write(2, line.data(), line.size());
-        // One record in one send: `run` reads them as they come, and the proxy never waits for it.
+        // One record in one datagram of a SOCK_SEQPACKET socket, whole or not at all: `run` reads
+        // them as they come, and the proxy never waits for it. One that finds `run`'s side full
+        // is counted instead, and the count sent when the proxy ends, so that a flood of
+        // refusals can make run's list incomplete but never silently so.
         if (refusals >= 0) {
             const std::string record = where + "\n";
-            [[maybe_unused]] const ssize_t sent = send(refusals, record.data(), record.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+            if (send(refusals, record.data(), record.size(), MSG_DONTWAIT | MSG_NOSIGNAL) < 0) ++undelivered;
         }
     };
     std::string error;
-    if (run_proxy(options, &error) != 0) {
+    const int status = run_proxy(options, &error);
+    if (refusals >= 0 && undelivered > 0) {
+        // `run` reads to the end once it has shut its side down: this one may wait for it.
+        const std::string record = std::string(kUndeliveredRefusals) + std::to_string(undelivered) + "\n";
+        [[maybe_unused]] const ssize_t sent = send(refusals, record.data(), record.size(), MSG_NOSIGNAL);
+    }
+    if (status != 0) {
         const std::string line = "dsh-confine: error: PROXY: " + error + "\n";
         [[maybe_unused]] const ssize_t n = write(2, line.data(), line.size());
         _exit(1);
@@ -234,25 +248,40 @@ void set_proxy_environment(std::uint16_t port) {
     setenv("JAVA_TOOL_OPTIONS", java.c_str(), 1);
 }
 
-int exec_with_proxy(const std::vector<std::string>& allow, std::vector<std::string> bwrap_argv, int refusals) {
-    const auto fail = [](const std::string& message) {
-        std::fprintf(stderr, "dsh-confine: error: PROXY: %s\n", message.c_str());
-        return 125;
-    };
+int start_bwrap_proxy(const std::vector<std::string>& allow, std::vector<std::string>& bwrap_argv, int refusals,
+                      std::string& why) {
     const auto stage = std::find(bwrap_argv.begin(), bwrap_argv.end(), "bwrap-stage");
-    if (bwrap_argv.empty() || stage == bwrap_argv.end()) return fail("net-proxy: no bubblewrap plan with a stage follows");
+    if (bwrap_argv.empty() || stage == bwrap_argv.end()) {
+        why = "no bubblewrap plan with a stage follows";
+        return -1;
+    }
     int pair[2] = {-1, -1};
-    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) return fail(errno_text("socketpair"));
-    std::string why;
-    if (!start_proxy(allow, {}, pair[0], refusals, why)) return fail(why);
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
+        why = errno_text("socketpair");
+        return -1;
+    }
+    const bool started = start_proxy(allow, {}, pair[0], refusals, why);
     close(pair[0]);
-    if (refusals >= 0) close(refusals);  // the proxy's alone: never bubblewrap's, nor the command's
-    // Passed on through bubblewrap (which closes nothing) to the stage, which sends the
-    // listeners over it and closes it before the command starts.
-    fcntl(pair[1], F_SETFD, 0);
+    if (!started) {
+        close(pair[1]);
+        return -1;
+    }
     bwrap_argv.insert(stage + 1, {"--proxy-fd", std::to_string(pair[1])});
-    posix::exec_argv(bwrap_argv.front(), bwrap_argv);
-    return fail(errno_text("cannot execute " + bwrap_argv.front()));
+    return pair[1];
+}
+
+int exec_with_proxy(const std::vector<std::string>& allow, std::vector<std::string> bwrap_argv) {
+    std::string why;
+    const int channel = start_bwrap_proxy(allow, bwrap_argv, -1, why);
+    if (channel >= 0) {
+        // Passed on through bubblewrap (which closes nothing) to the stage, which sends the
+        // listeners over it and closes it before the command starts.
+        fcntl(channel, F_SETFD, 0);
+        posix::exec_argv(bwrap_argv.front(), bwrap_argv);
+        why = errno_text("cannot execute " + bwrap_argv.front());
+    }
+    std::fprintf(stderr, "dsh-confine: error: PROXY: %s\n", why.c_str());
+    return 125;
 }
 
 }  // namespace dsh::proxy

@@ -7,8 +7,9 @@
 // only stderr, its listening sockets and a pidfd of the process that started it. It serves until
 // that process ends: under bubblewrap that process is bubblewrap itself (the plan's launcher,
 // `dsh-confine net-proxy ... -- bwrap ...`, execs it), whose end is the sandbox's end; under
-// Landlock it is the runner, which becomes the command (or `run`, which ends the command's tree
-// before it exits). A caller killed with SIGKILL takes the proxy's owner with it: the proxy goes
+// Landlock it is the runner, which becomes the command; under `run` (either backend) it is `run`,
+// which starts it in its own process, outside the call's cgroup and rlimits, and tells it to end
+// by shutting its side of the refusals socket down once the command's tree is gone. A caller killed with SIGKILL takes the proxy's owner with it: the proxy goes
 // too, and nothing of it stays behind (it makes no file anywhere).
 //
 // Where it listens: under Landlock on the host's loopback, on a port the kernel picks, made here
@@ -16,8 +17,8 @@
 // only the stage can make a socket: the stage makes the listeners (127.0.0.1 and ::1, port
 // kSandboxPort) and sends them over a socket pair to the proxy, which accepts on them from
 // outside. Each refusal is one line on stderr: `dsh-confine: network: refused HOST:PORT, ...`;
-// under `run` also one record on a socket `run` alone holds the other end of (`--refusals-fd`),
-// which the command never gets, so the report's refusedHosts cannot be forged by the command.
+// under `run` also one record on a socket `run` alone holds the other end of, which the command
+// never gets, so the report's refusedHosts cannot be forged by the command.
 #pragma once
 
 #include <cstdint>
@@ -31,9 +32,10 @@ inline constexpr std::uint16_t kSandboxPort = 3128;
 
 // Starts the proxy for `allow` (canonical patterns), serving `listen_fds` at once, or, with
 // `channel` >= 0, the listeners that arrive on that socket (SCM_RIGHTS); it lives until this
-// process ends. With `refusals` >= 0 (a stream socket whose peer is `run`), it also writes each
-// refused host there as one line, `HOST:PORT\n` (never waiting: a record that does not fit is
-// dropped), and ends when the peer shuts its side down or goes. The descriptors stay open here;
+// process ends. With `refusals` >= 0 (a seqpacket socket whose peer is `run`), it also sends each
+// refused host there as one record, `HOST:PORT\n` (never waiting: one that does not fit is
+// counted, and the count sent last, `dropped N\n`), and ends when the peer shuts its side down
+// or goes. The descriptors stay open here;
 // the caller closes them. false with `why`.
 bool start_proxy(const std::vector<std::string>& allow, const std::vector<int>& listen_fds, int channel, int refusals,
                  std::string& why);
@@ -53,11 +55,15 @@ bool send_listeners(int channel, const std::vector<int>& fds, std::string& why);
 // loopback, and Java's system properties appended to JAVA_TOOL_OPTIONS.
 void set_proxy_environment(std::uint16_t port);
 
-// The launcher of a bubblewrap plan in the `hosts` state: the proxy started with a socket pair
-// whose other end the stage receives (`--proxy-fd N`, inserted into the stage's arguments here,
-// where the descriptor's number is known), then `bwrap_argv` executed. `refusals` (>= 0 under
-// `run`) goes to the proxy (start_proxy) and is closed here before bubblewrap runs. Returns only
-// on failure, with 125 and the message printed.
-int exec_with_proxy(const std::vector<std::string>& allow, std::vector<std::string> bwrap_argv, int refusals = -1);
+// A bubblewrap plan in the `hosts` state: the proxy started with a socket pair whose other end
+// the stage receives (`--proxy-fd N`, inserted into the stage's arguments in `bwrap_argv` here,
+// where the descriptor's number is known). Returns that end (close-on-exec: the caller passes it
+// to bubblewrap alone), or -1 with `why`. `refusals` as for start_proxy.
+int start_bwrap_proxy(const std::vector<std::string>& allow, std::vector<std::string>& bwrap_argv, int refusals,
+                      std::string& why);
+
+// The launcher of such a plan (`dsh-confine net-proxy`): start_bwrap_proxy, then `bwrap_argv`
+// executed. Returns only on failure, with 125 and the message printed.
+int exec_with_proxy(const std::vector<std::string>& allow, std::vector<std::string> bwrap_argv);
 
 }  // namespace dsh::proxy

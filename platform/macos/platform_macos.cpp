@@ -46,7 +46,7 @@ posix::Launch prepare_plan(const ConfinedArgv& confined, const SandboxPolicy& /*
 
 // sandbox-exec has no status channel, and its temp area is the per-user directory, made by
 // the backend and kept: nothing to add for `run`, nothing to remove after it.
-StartProofPlan prepare_for_run(std::vector<std::string>& /*argv*/, const std::string& /*backend*/) {
+StartProofPlan prepare_for_run(std::vector<std::string>& /*argv*/, const std::string& /*backend*/, int /*refusals*/) {
     StartProofPlan plan;
     plan.closeInherited = true;  // sandbox-exec closes nothing itself: the keeper does, before it
     return plan;

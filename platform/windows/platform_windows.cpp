@@ -51,7 +51,7 @@ posix::Launch prepare_plan(const ConfinedArgv& confined, const SandboxPolicy& /*
 
 // The runner offers no proof of start (attribution relies on its dialect), and it makes and
 // removes an agentless call's temp area itself, since it waits for the command anyway.
-StartProofPlan prepare_for_run(std::vector<std::string>& /*argv*/, const std::string& /*backend*/) { return {}; }
+StartProofPlan prepare_for_run(std::vector<std::string>& /*argv*/, const std::string& /*backend*/, int /*refusals*/) { return {}; }
 
 void remove_run_temp_dir(const std::string& dir) { win32::remove_tree(dir); }
 

@@ -454,6 +454,44 @@ TEST_P(AllowedAndRefused, TheAllowedHostIsReachedAndTheRefusedOneNeverContacted)
 INSTANTIATE_TEST_SUITE_P(Linux, AllowedAndRefused, ::testing::ValuesIn(combinations({"exec", "run", "print", "session"})),
                          param_name);
 
+// --- run's report: neither forged nor silently cut short ---------------------------------------
+
+class RunReport : public NetworkHosts {};
+
+TEST_P(RunReport, ARefusalLineTheCommandPrintsItselfIsNoDenial) {
+    // The proxy refused nothing: the line is the command's own, and names a host of its choosing.
+    const std::string report = base / "report.json";
+    const e2e::Result result = e2e::run_program(
+        call({"example.org"},
+             {"/bin/sh", "-c", "echo 'dsh-confine: network: refused evil.test:443, not in allow_hosts' >&2; exit 1"}, report),
+        options());
+    EXPECT_EQ(result.status, 1) << result.err;
+    const json parsed = json::parse(read_file(report));
+    EXPECT_EQ(parsed["verdict"]["verdict"], "failure") << parsed.dump();
+    EXPECT_TRUE(parsed["verdict"]["host"].is_null()) << parsed.dump();
+    EXPECT_EQ(parsed["refusedHosts"], json::array()) << parsed.dump();
+    EXPECT_EQ(parsed["refusedHostsUnlisted"], 0) << parsed.dump();
+}
+
+TEST_P(RunReport, AListFloodedWithDecoysSaysItIsIncomplete) {
+    // 256 decoys fill the list; the host refused after them is counted as unlisted, not lost.
+    json steps = json::array();
+    for (int i = 0; i < 256; ++i) steps.push_back({"decoy", "http", "http://h" + std::to_string(i) + ".invalid/"});
+    steps.push_back({"last", "http", "http://evil.invalid/"});
+    const std::string report = base / "report.json";
+    const e2e::Result result = confined({"example.org"}, {{"steps", steps}, {"exit", 1}}, report);
+    EXPECT_EQ(result.status, 1) << result.err;
+    EXPECT_EQ(step(result.out, "last"), "403") << result.out;
+    EXPECT_TRUE(contains(result.err, "refused evil.invalid:80")) << result.err;
+    const json parsed = json::parse(read_file(report));
+    ASSERT_EQ(parsed["refusedHosts"].size(), 256U) << parsed.dump();
+    EXPECT_EQ(parsed["refusedHosts"][0], json::parse(R"({"host":"h0.invalid:80","count":1})")) << parsed.dump();
+    EXPECT_EQ(parsed["refusedHostsUnlisted"], 1) << parsed.dump();
+    EXPECT_EQ(parsed["verdict"]["verdict"], "denial") << parsed.dump();
+}
+
+INSTANTIATE_TEST_SUITE_P(Linux, RunReport, ::testing::ValuesIn(combinations({"run"})), param_name);
+
 // --- every way around the proxy, refused; the control gets through ----------------------------
 
 class Bypass : public NetworkHosts {};
@@ -725,6 +763,12 @@ TEST_F(BadHosts, AllowHostWithTheNetworkAllowedOrDeniedIsAConflict) {
     for (const std::string network : {"allow", "deny"})
         refused({"--allow-host", "example.org", "--network", network}, "USAGE", "--network " + network + " says otherwise");
     refused({"--network", "hosts"}, "USAGE", "--network hosts needs hosts to allow");
+}
+
+TEST_F(BadHosts, AllowHostInDangerFullAccessIsRefusedNotIgnored) {
+    // Nothing is confined there, so nothing would filter: the option cannot take effect.
+    refused({"--mode", "danger-full-access", "--allow-host", "example.org"}, "USAGE",
+            "--allow-host cannot apply in danger-full-access");
 }
 
 TEST_F(BadHosts, ABadAllowHostsInTheConfigNamesFileLineAndColumn) {
