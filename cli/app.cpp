@@ -116,7 +116,7 @@ public:
                    "       dsh-confine [OPTIONS] --print [--format json|shell] [--] PROGRAM [ARG...]\n"
                    "       dsh-confine SUBCOMMAND [OPTIONS] ...\n";
         if (app->get_name() == "run")
-            return "\nUsage: dsh-confine run [OPTIONS] [--report FILE | --report-fd N] [--] PROGRAM [ARG...]\n";
+            return "\nUsage: dsh-confine run [OPTIONS] [--report FILE | --report-fd N] [--timeout D] [--limit NAME=VALUE]... [--] PROGRAM [ARG...]\n";
         return CLI::Formatter::make_usage(app, std::move(name));
     }
 };
