@@ -75,7 +75,7 @@ int bwrap_stage(const BwrapStageRequest& /*request*/, const std::vector<std::str
     return 125;
 }
 
-int net_proxy_exec(const std::vector<std::string>& /*allow_hosts*/, int /*refusals_fd*/, const std::vector<std::string>& /*bwrap_argv*/) {
+int net_proxy_exec(const std::vector<std::string>& /*allow_hosts*/, const std::vector<std::string>& /*bwrap_argv*/) {
     std::fprintf(stderr, "dsh-confine: error: PROXY: net-proxy: the hosts network's launcher exists only on Linux\n");
     return 125;
 }
