@@ -64,7 +64,7 @@ std::vector<int> receive_listeners(int channel, int owner) {
 }
 
 // The proxy's own process: what it keeps, then the proxy until its owner ends.
-[[noreturn]] void serve(const std::vector<std::string>& allow, std::vector<int> listen_fds, int channel, int owner,
+[[noreturn]] void serve(const std::vector<std::string>& allow, const std::vector<int>& listen_fds, int channel, int owner,
                         int refusals) {
     setsid();
     if (chdir("/") != 0) _exit(1);  // nothing of the workspace held open here
