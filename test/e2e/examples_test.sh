@@ -89,6 +89,19 @@ if [ "$backend" = broken ]; then
     exit 0
 fi
 
+# A sanitizer build (DSH_EXAMPLE_SANITIZED, set by test/CMakeLists.txt): the instrumented stage
+# reserves terabytes of address space as it starts, so under bubblewrap it cannot start under
+# the RLIMIT_AS that stands for an unprivileged caller's memory limit (no cgroup of its own
+# here): the call fails closed, and the harness must stop as for any runner failure.
+if [ -n "${DSH_EXAMPLE_SANITIZED:-}" ] && [ "$user" = nobody ] && [ "$backend" = bwrap ]; then
+    [ "$status" = 1 ] || { show; fail "the harness exited $status, not 1, where the instrumented stage cannot start"; }
+    expect_line "[build] runner-failure (exit 125): the runner exited with status"
+    ! grep -qF "[write outside]" "$scratch/out" || { show; fail "the harness went on after a runner failure"; }
+    [ ! -e "$scratch/ws/hello" ] || fail "something ran under a sandbox that never started"
+    echo "examples test: ok (sanitized: the stage cannot start under RLIMIT_AS, and nothing ran)"
+    exit 0
+fi
+
 [ "$status" = 0 ] || { show; fail "the harness exited $status"; }
 expect_line "[build] success (exit 0)"
 expect_line "stdout: hello from the sandbox"
