@@ -34,21 +34,9 @@ using e2e::host_snapshot;
 using e2e::read_file;
 using nlohmann::json;
 
-// backend, caller ("root" or "nobody"), where the workspace lies ("tmp" or "vartmp").
-using Param = std::tuple<std::string, std::string, std::string>;
+using Param = e2e::BackendCaller;  // backend, caller, where the workspace lies
 
-std::string param_name(const ::testing::TestParamInfo<Param>& info) {
-    const auto& [backend, caller, location] = info.param;
-    return backend + "_" + caller + "_" + location;
-}
-
-std::vector<Param> every_combination() {
-    std::vector<Param> out;
-    for (const char* backend : {"bwrap", "landlock"})
-        for (const char* caller : {"root", "nobody"})
-            for (const char* location : {"tmp", "vartmp"}) out.emplace_back(backend, caller, location);
-    return out;
-}
+std::vector<Param> every_combination() { return e2e::backends_and_callers({"tmp", "vartmp"}); }
 
 std::string canonical(const std::string& path) {
     std::error_code ec;
@@ -227,7 +215,7 @@ TEST_P(CrossCallPoisoning, PlantedSymlinksInTheTempAreaAndWorkspaceDoNothingToLa
     EXPECT_EQ(host_snapshot(out), before) << "OUTSIDE changed";
 }
 
-INSTANTIATE_TEST_SUITE_P(Linux, CrossCallPoisoning, ::testing::ValuesIn(every_combination()), param_name);
+INSTANTIATE_TEST_SUITE_P(Linux, CrossCallPoisoning, ::testing::ValuesIn(every_combination()), e2e::backend_caller_name);
 
 // Two calls in one session at once: one command keeps turning each old mount-point place (and
 // a workspace subdirectory) into a missing name, a link to a missing name in OUTSIDE, a link to
@@ -293,7 +281,7 @@ TEST_P(ConcurrentPoisoning, SwappingPathsWhileCallsStartReachesNothingOutside) {
     EXPECT_EQ(host_snapshot(out), before) << "OUTSIDE changed";
 }
 
-INSTANTIATE_TEST_SUITE_P(Linux, ConcurrentPoisoning, ::testing::ValuesIn(every_combination()), param_name);
+INSTANTIATE_TEST_SUITE_P(Linux, ConcurrentPoisoning, ::testing::ValuesIn(every_combination()), e2e::backend_caller_name);
 
 // --- 3: nested roots across sessions ---------------------------------------------------------
 
@@ -379,7 +367,7 @@ TEST_P(NestedSessions, SwappingAComponentOfAnInnerSessionsPathNeverRedirectsItsW
     EXPECT_EQ(host_snapshot(out), before) << "OUTSIDE changed";
 }
 
-INSTANTIATE_TEST_SUITE_P(Linux, NestedSessions, ::testing::ValuesIn(every_combination()), param_name);
+INSTANTIATE_TEST_SUITE_P(Linux, NestedSessions, ::testing::ValuesIn(every_combination()), e2e::backend_caller_name);
 
 // --- 4: a runner planted on PATH -------------------------------------------------------------
 
@@ -435,7 +423,7 @@ TEST_P(RunnerOnPath, ARunnerPlantedInAWorkspaceDirectoryOnPathIsNeverRun) {
     EXPECT_FALSE(exists(sentinel)) << read_file(sentinel);
 }
 
-INSTANTIATE_TEST_SUITE_P(Linux, RunnerOnPath, ::testing::ValuesIn(every_combination()), param_name);
+INSTANTIATE_TEST_SUITE_P(Linux, RunnerOnPath, ::testing::ValuesIn(every_combination()), e2e::backend_caller_name);
 
 // --- 5: the report path ----------------------------------------------------------------------
 
@@ -617,7 +605,7 @@ TEST_P(ReportPath, OwnFailuresGetAReportThatValidates) {
     EXPECT_TRUE(ValidReports(reports));
 }
 
-INSTANTIATE_TEST_SUITE_P(Linux, ReportPath, ::testing::ValuesIn(every_combination()), param_name);
+INSTANTIATE_TEST_SUITE_P(Linux, ReportPath, ::testing::ValuesIn(every_combination()), e2e::backend_caller_name);
 
 // --- 6: inherited descriptors ----------------------------------------------------------------
 
@@ -688,7 +676,7 @@ TEST_P(InheritedDescriptors, AKeptDescriptorIsPassedOnAndListed) {
     EXPECT_EQ(plan["passedFds"], json({0, 1, 2, 4})) << printed.out;
 }
 
-INSTANTIATE_TEST_SUITE_P(Linux, InheritedDescriptors, ::testing::ValuesIn(every_combination()), param_name);
+INSTANTIATE_TEST_SUITE_P(Linux, InheritedDescriptors, ::testing::ValuesIn(every_combination()), e2e::backend_caller_name);
 
 // --- capabilities ----------------------------------------------------------------------
 
@@ -728,7 +716,7 @@ TEST_P(Capabilities, TheCommandHoldsNoneAndCanGainNone) {
         }
 }
 
-INSTANTIATE_TEST_SUITE_P(Linux, Capabilities, ::testing::ValuesIn(every_combination()), param_name);
+INSTANTIATE_TEST_SUITE_P(Linux, Capabilities, ::testing::ValuesIn(every_combination()), e2e::backend_caller_name);
 
 // --- 7: inode flags through ioctl ------------------------------------------------------------
 
@@ -813,7 +801,7 @@ TEST_P(InodeFlags, OutsideTheyAreRefusedAndInTheWorkspaceOnlyLandlockRefusesThem
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Linux, InodeFlags, ::testing::ValuesIn(every_combination()), param_name);
+INSTANTIATE_TEST_SUITE_P(Linux, InodeFlags, ::testing::ValuesIn(every_combination()), e2e::backend_caller_name);
 
 // --- 8: `started` comes from the runner's proof, not from text ------------------------------
 
@@ -845,7 +833,7 @@ TEST_P(StartedProof, ARunnerLookalikeOnStderrDoesNotUndoTheStart) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Linux, StartedProof, ::testing::ValuesIn(every_combination()), param_name);
+INSTANTIATE_TEST_SUITE_P(Linux, StartedProof, ::testing::ValuesIn(every_combination()), e2e::backend_caller_name);
 
 // --- 9: host IPC -----------------------------------------------------------------------------
 
@@ -913,14 +901,7 @@ TEST_P(HostIpc, IpcObjectsMadeInsideOutliveTheCallOnlyUnderLandlock) {
     }
 }
 
-std::vector<Param> ipc_combinations() {
-    std::vector<Param> out;
-    for (const char* backend : {"bwrap", "landlock"})
-        for (const char* caller : {"root", "nobody"}) out.emplace_back(backend, caller, "vartmp");
-    return out;
-}
-
-INSTANTIATE_TEST_SUITE_P(Linux, HostIpc, ::testing::ValuesIn(ipc_combinations()), param_name);
+INSTANTIATE_TEST_SUITE_P(Linux, HostIpc, ::testing::ValuesIn(e2e::backends_and_callers({"vartmp"})), e2e::backend_caller_name);
 
 // --- 10: a session's cwd replaced -----------------------------------------------------------
 
@@ -970,6 +951,6 @@ TEST_P(SessionCwdReplaced, TheCwdRenamedAwayAndMadeAgain) {
     expect_refused();
 }
 
-INSTANTIATE_TEST_SUITE_P(Linux, SessionCwdReplaced, ::testing::ValuesIn(every_combination()), param_name);
+INSTANTIATE_TEST_SUITE_P(Linux, SessionCwdReplaced, ::testing::ValuesIn(every_combination()), e2e::backend_caller_name);
 
 }  // namespace

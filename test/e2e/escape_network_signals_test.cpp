@@ -39,21 +39,9 @@ using e2e::first_line;
 using e2e::read_file;
 using nlohmann::json;
 
-// backend, caller ("root" or "nobody"), form ("exec", "run", "print", "session").
-using Param = std::tuple<std::string, std::string, std::string>;
+using Param = e2e::BackendCaller;  // backend, caller, the form of the call
 
-std::string param_name(const ::testing::TestParamInfo<Param>& info) {
-    const auto& [backend, caller, form] = info.param;
-    return backend + "_" + caller + "_" + form;
-}
-
-std::vector<Param> every_combination() {
-    std::vector<Param> out;
-    for (const char* backend : {"bwrap", "landlock"})
-        for (const char* caller : {"root", "nobody"})
-            for (const char* form : {"exec", "run", "print", "session"}) out.emplace_back(backend, caller, form);
-    return out;
-}
+std::vector<Param> every_combination() { return e2e::backends_and_callers({"exec", "run", "print", "session"}); }
 
 std::string canonical(const std::string& path) {
     std::error_code ec;
@@ -329,7 +317,7 @@ TEST_P(DatagramToHost, NoSocketTheCommandMakesReachesAHostSocketByName) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Linux, DatagramToHost, ::testing::ValuesIn(every_combination()), param_name);
+INSTANTIATE_TEST_SUITE_P(Linux, DatagramToHost, ::testing::ValuesIn(every_combination()), e2e::backend_caller_name);
 
 // --- listeners the host could reach ----------------------------------------------------------
 
@@ -373,7 +361,7 @@ TEST_P(ListenerForHost, NoNameTheCommandBindsCanBeReachedFromTheHost) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Linux, ListenerForHost, ::testing::ValuesIn(every_combination()), param_name);
+INSTANTIATE_TEST_SUITE_P(Linux, ListenerForHost, ::testing::ValuesIn(every_combination()), e2e::backend_caller_name);
 
 // --- netlink ---------------------------------------------------------------------------------
 
@@ -415,7 +403,7 @@ TEST_P(NetlinkToHost, NoMessageReachesAHostProcessAndNoSocketDiagnosticsAnswer) 
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Linux, NetlinkToHost, ::testing::ValuesIn(every_combination()), param_name);
+INSTANTIATE_TEST_SUITE_P(Linux, NetlinkToHost, ::testing::ValuesIn(every_combination()), e2e::backend_caller_name);
 
 // --- signals to the caller's process group ---------------------------------------------------
 
@@ -504,7 +492,7 @@ TEST_P(SignalsToCallersGroup, KillMinusOneReachesNothingOutsideTheSandbox) {
     EXPECT_EQ(control, "USR1") << control_said;
 }
 
-INSTANTIATE_TEST_SUITE_P(Linux, SignalsToCallersGroup, ::testing::ValuesIn(every_combination()), param_name);
+INSTANTIATE_TEST_SUITE_P(Linux, SignalsToCallersGroup, ::testing::ValuesIn(every_combination()), e2e::backend_caller_name);
 
 // Where the kernel has no Landlock (no_landlock makes its syscalls fail, as on such a kernel), the
 // bubblewrap plan names the signals gap, and the gap is what it says: kill(0) reaches the
@@ -526,6 +514,6 @@ TEST_P(SignalsGapWithoutLandlock, TheNamedGapIsTheCallersProcessGroup) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Linux, SignalsGapWithoutLandlock,
-                         ::testing::Values(Param{"bwrap", "root", "exec"}, Param{"bwrap", "nobody", "exec"}), param_name);
+                         ::testing::Values(Param{"bwrap", "root", "exec"}, Param{"bwrap", "nobody", "exec"}), e2e::backend_caller_name);
 
 }  // namespace

@@ -233,6 +233,19 @@ std::string host_snapshot(const std::string& path) {
 
 std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 
+std::vector<BackendCaller> backends_and_callers(std::initializer_list<const char*> third) {
+    std::vector<BackendCaller> out;
+    for (const char* backend : {"bwrap", "landlock"})
+        for (const char* caller : {"root", "nobody"})
+            for (const char* more : third) out.emplace_back(backend, caller, more);
+    return out;
+}
+
+std::string backend_caller_name(const ::testing::TestParamInfo<BackendCaller>& info) {
+    const auto& [backend, caller, more] = info.param;
+    return backend + "_" + caller + (more.empty() ? "" : "_" + more);
+}
+
 bool backend_usable(const std::string& name) {
     static std::map<std::string, bool> answers;
     if (auto it = answers.find(name); it != answers.end()) return it->second;

@@ -6,7 +6,9 @@
 
 #include <map>
 #include <optional>
+#include <initializer_list>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -14,6 +16,15 @@
 namespace e2e {
 
 inline const char* binary() { return DSH_CONFINE_BINARY; }
+
+// The parameter of the suites that cross both Linux backends with both callers: the backend
+// ("bwrap", "landlock"), the caller ("root", "nobody"), and one more axis a suite may add (a
+// form such as "exec" or "run", where the workspace lies), empty where it adds none.
+using BackendCaller = std::tuple<std::string, std::string, std::string>;
+// Every backend with every caller, crossed with each of `third`.
+std::vector<BackendCaller> backends_and_callers(std::initializer_list<const char*> third = {""});
+// "bwrap_root", or with a third "bwrap_root_exec".
+std::string backend_caller_name(const ::testing::TestParamInfo<BackendCaller>& info);
 
 struct RunOptions {
     std::optional<std::string> input;               // fed to stdin (else /dev/null)

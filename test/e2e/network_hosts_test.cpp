@@ -244,21 +244,7 @@ for label, operation, *arguments in spec["steps"]:
 sys.exit(spec.get("exit", 0))
 )";
 
-// backend, caller ("root" or "nobody"), form ("exec", "run", "print", "session").
-using Param = std::tuple<std::string, std::string, std::string>;
-
-std::string param_name(const ::testing::TestParamInfo<Param>& info) {
-    const auto& [backend, caller, form] = info.param;
-    return backend + "_" + caller + "_" + form;
-}
-
-std::vector<Param> combinations(std::initializer_list<const char*> forms) {
-    std::vector<Param> out;
-    for (const char* backend : {"bwrap", "landlock"})
-        for (const char* caller : {"root", "nobody"})
-            for (const char* form : forms) out.emplace_back(backend, caller, form);
-    return out;
-}
+using Param = e2e::BackendCaller;  // backend, caller, the form of the call
 
 std::string canonical(const std::string& path) {
     std::error_code ec;
@@ -451,8 +437,8 @@ TEST_P(AllowedAndRefused, TheAllowedHostIsReachedAndTheRefusedOneNeverContacted)
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Linux, AllowedAndRefused, ::testing::ValuesIn(combinations({"exec", "run", "print", "session"})),
-                         param_name);
+INSTANTIATE_TEST_SUITE_P(Linux, AllowedAndRefused, ::testing::ValuesIn(e2e::backends_and_callers({"exec", "run", "print", "session"})),
+                         e2e::backend_caller_name);
 
 // --- run's report: neither forged nor silently cut short ---------------------------------------
 
@@ -490,7 +476,7 @@ TEST_P(RunReport, AListFloodedWithDecoysSaysItIsIncomplete) {
     EXPECT_EQ(parsed["verdict"]["verdict"], "denial") << parsed.dump();
 }
 
-INSTANTIATE_TEST_SUITE_P(Linux, RunReport, ::testing::ValuesIn(combinations({"run"})), param_name);
+INSTANTIATE_TEST_SUITE_P(Linux, RunReport, ::testing::ValuesIn(e2e::backends_and_callers({"run"})), e2e::backend_caller_name);
 
 // --- every way around the proxy, refused; the control gets through ----------------------------
 
@@ -529,7 +515,7 @@ TEST_P(Bypass, DirectTcpUdpAndDnsAreRefusedWhereTheAllowedNetworkLetsThemThrough
     EXPECT_EQ(server.accepted(), 1);
 }
 
-INSTANTIATE_TEST_SUITE_P(Linux, Bypass, ::testing::ValuesIn(combinations({"exec"})), param_name);
+INSTANTIATE_TEST_SUITE_P(Linux, Bypass, ::testing::ValuesIn(e2e::backends_and_callers({"exec"})), e2e::backend_caller_name);
 
 // --- what the proxy refuses by itself: a second host in the Host field, a wildcard's boundary --
 
@@ -587,7 +573,7 @@ TEST_P(ProxyRules, IPv6LoopbackIsReachedThroughTheProxyWhenAllowed) {
     EXPECT_TRUE(contains(result.err, "dsh-confine: network: refused " + r + ", not in allow_hosts")) << result.err;
 }
 
-INSTANTIATE_TEST_SUITE_P(Linux, ProxyRules, ::testing::ValuesIn(combinations({"exec"})), param_name);
+INSTANTIATE_TEST_SUITE_P(Linux, ProxyRules, ::testing::ValuesIn(e2e::backends_and_callers({"exec"})), e2e::backend_caller_name);
 
 // --- the proxy's lifetime: exactly the call's ---------------------------------------------------
 
@@ -633,8 +619,8 @@ TEST_P(Lifetime, TheProxyEndsWithTheCallAndLeavesNothing) {
     EXPECT_EQ(e2e::host_snapshot(ws), before) << "the call left something in the workspace";
 }
 
-INSTANTIATE_TEST_SUITE_P(Linux, Lifetime, ::testing::ValuesIn(combinations({"exec", "run", "print", "session"})),
-                         param_name);
+INSTANTIATE_TEST_SUITE_P(Linux, Lifetime, ::testing::ValuesIn(e2e::backends_and_callers({"exec", "run", "print", "session"})),
+                         e2e::backend_caller_name);
 
 // The caller killed with SIGKILL mid-call (on the exec path, bubblewrap itself, or under Landlock
 // the command itself; `run`): the proxy goes too.
@@ -673,7 +659,7 @@ TEST_P(KilledCaller, TheProxyEndsWhenTheCallerIsKilled) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Linux, KilledCaller, ::testing::ValuesIn(combinations({"exec", "run"})), param_name);
+INSTANTIATE_TEST_SUITE_P(Linux, KilledCaller, ::testing::ValuesIn(e2e::backends_and_callers({"exec", "run"})), e2e::backend_caller_name);
 
 // /tmp after a call, seen from a mount namespace whose /tmp is a fresh tmpfs: the proxy leaves
 // nothing there; what is left is the Landlock exec path's per-call temp area (removed by a later
@@ -714,7 +700,7 @@ TEST_P(NothingInTmp, TheCallLeavesNothingInTmpButTheDocumentedTempArea) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Linux, NothingInTmp, ::testing::ValuesIn(combinations({"exec", "run"})), param_name);
+INSTANTIATE_TEST_SUITE_P(Linux, NothingInTmp, ::testing::ValuesIn(e2e::backends_and_callers({"exec", "run"})), e2e::backend_caller_name);
 
 // --- bad input: one line, 125, nothing runs -----------------------------------------------------
 

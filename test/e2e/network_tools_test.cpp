@@ -100,19 +100,7 @@ with open(os.path.join(root, "simple", "index.html"), "w") as page:
     page.write('<html><body><a href="dshprobe/">dshprobe</a></body></html>\n')
 )";
 
-// backend, caller ("root" or "nobody").
-using Param = std::tuple<std::string, std::string>;
-
-std::string param_name(const ::testing::TestParamInfo<Param>& info) {
-    return std::get<0>(info.param) + "_" + std::get<1>(info.param);
-}
-
-std::vector<Param> every_combination() {
-    std::vector<Param> out;
-    for (const char* backend : {"bwrap", "landlock"})
-        for (const char* caller : {"root", "nobody"}) out.emplace_back(backend, caller);
-    return out;
-}
+using Param = e2e::BackendCaller;  // backend, caller
 
 class RealTools : public ::testing::TestWithParam<Param> {
 protected:
@@ -220,7 +208,7 @@ TEST_P(Npm, FailsWithTheHostLeftOutAndIsADenialNamingIt) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Linux, Npm, ::testing::ValuesIn(every_combination()), param_name);
+INSTANTIATE_TEST_SUITE_P(Linux, Npm, ::testing::ValuesIn(e2e::backends_and_callers()), e2e::backend_caller_name);
 
 // --- git over HTTP and pip from loopback servers ------------------------------------------------
 
@@ -290,6 +278,6 @@ TEST_P(LoopbackTools, PipDownloadsFromALoopbackIndexThroughTheProxyAndNotWithout
     EXPECT_GT(requests_in(read_file(log)), 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Linux, LoopbackTools, ::testing::ValuesIn(every_combination()), param_name);
+INSTANTIATE_TEST_SUITE_P(Linux, LoopbackTools, ::testing::ValuesIn(e2e::backends_and_callers()), e2e::backend_caller_name);
 
 }  // namespace

@@ -88,12 +88,7 @@ protected:
     bool confines(const std::string& backend) const { return dsh({"--print", "--backend", backend, "--", "true"}).status == 0; }
 };
 
-// backend, caller
-using Param = std::tuple<std::string, std::string>;
-
-std::string param_name(const ::testing::TestParamInfo<Param>& info) {
-    return std::get<0>(info.param) + "_" + std::get<1>(info.param);
-}
+using Param = e2e::BackendCaller;  // backend, caller
 
 class Workload : public Caller, public ::testing::TestWithParam<Param> {
 protected:
@@ -125,9 +120,7 @@ protected:
     }
 };
 
-INSTANTIATE_TEST_SUITE_P(Linux, Workload,
-                         ::testing::Combine(::testing::Values("bwrap", "landlock"), ::testing::Values("root", "nobody")),
-                         param_name);
+INSTANTIATE_TEST_SUITE_P(Linux, Workload, ::testing::ValuesIn(e2e::backends_and_callers()), e2e::backend_caller_name);
 
 // --- 1: stdout and stderr one open file ------------------------------------------------------
 

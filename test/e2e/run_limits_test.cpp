@@ -30,19 +30,7 @@ using nlohmann::json;
 
 bool contains(const std::string& haystack, const std::string& needle) { return haystack.find(needle) != std::string::npos; }
 
-// backend, caller ("root" or "nobody")
-using Param = std::tuple<std::string, std::string>;
-
-std::string param_name(const ::testing::TestParamInfo<Param>& info) {
-    return std::get<0>(info.param) + "_" + std::get<1>(info.param);
-}
-
-std::vector<Param> every_combination() {
-    std::vector<Param> out;
-    for (const char* backend : {"bwrap", "landlock"})
-        for (const char* caller : {"root", "nobody"}) out.emplace_back(backend, caller);
-    return out;
-}
+using Param = e2e::BackendCaller;  // backend, caller
 
 // A listening Unix socket on the host. A process that connects to it is named by its pid as the
 // host sees it (SO_PEERCRED, taken at connect and kept while the connection waits to be
@@ -183,7 +171,7 @@ TEST_P(Timeout, ACommandDoneBeforeTheDeadlineKeepsItsOwnStatus) {
     EXPECT_EQ(report()["timeoutMs"], 3600000);
 }
 
-INSTANTIATE_TEST_SUITE_P(Linux, Timeout, ::testing::ValuesIn(every_combination()), param_name);
+INSTANTIATE_TEST_SUITE_P(Linux, Timeout, ::testing::ValuesIn(e2e::backends_and_callers()), e2e::backend_caller_name);
 
 // --- memory --------------------------------------------------------------------------------
 
@@ -228,7 +216,7 @@ TEST_P(Memory, AHogIsStoppedAtTheLimit) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Linux, Memory, ::testing::ValuesIn(every_combination()), param_name);
+INSTANTIATE_TEST_SUITE_P(Linux, Memory, ::testing::ValuesIn(e2e::backends_and_callers()), e2e::backend_caller_name);
 
 // --- pids ----------------------------------------------------------------------------------
 
@@ -274,7 +262,7 @@ TEST_P(Pids, AForkBombIsStoppedOrTheGapIsNamed) {
     EXPECT_EQ(rep["outcome"], "not-started");
 }
 
-INSTANTIATE_TEST_SUITE_P(Linux, Pids, ::testing::ValuesIn(every_combination()), param_name);
+INSTANTIATE_TEST_SUITE_P(Linux, Pids, ::testing::ValuesIn(e2e::backends_and_callers()), e2e::backend_caller_name);
 
 // --- CPU time ------------------------------------------------------------------------------
 
@@ -308,7 +296,7 @@ TEST_P(Cpu, ABusyLoopIsEndedAtItsCpuTime) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Linux, Cpu, ::testing::ValuesIn(every_combination()), param_name);
+INSTANTIATE_TEST_SUITE_P(Linux, Cpu, ::testing::ValuesIn(e2e::backends_and_callers()), e2e::backend_caller_name);
 
 // --- file size -----------------------------------------------------------------------------
 
@@ -327,7 +315,7 @@ TEST_P(Fsize, NoFileGrowsPastTheLimit) {
     EXPECT_EQ(entry["scope"], "file");
 }
 
-INSTANTIATE_TEST_SUITE_P(Linux, Fsize, ::testing::ValuesIn(every_combination()), param_name);
+INSTANTIATE_TEST_SUITE_P(Linux, Fsize, ::testing::ValuesIn(e2e::backends_and_callers()), e2e::backend_caller_name);
 
 // --- the config, precedence and bad input ----------------------------------------------------
 
