@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstring>
 #include <filesystem>
@@ -274,6 +275,18 @@ std::vector<pid_t> proxy_processes(const std::string& home) {
         out.push_back(std::stoi(name));
     }
     return out;
+}
+
+// The proxy's process once it is one: the command may say it is ready before the proxy has made
+// its own session (under Landlock the listener is bound before the proxy's fork, so the command
+// need not wait for it), so this looks again until one is found or, as a hang guard, 10 s pass.
+std::vector<pid_t> awaited_proxy_processes(const std::string& home) {
+    std::vector<pid_t> found = proxy_processes(home);
+    for (int tries = 0; found.empty() && tries < 1000; ++tries) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        found = proxy_processes(home);
+    }
+    return found;
 }
 
 // Waits until process `pid` has ended, as a hang guard only: true once it is gone.
@@ -598,7 +611,7 @@ TEST_P(Lifetime, TheProxyEndsWithTheCallAndLeavesNothing) {
     e2e::Result result;
     std::thread caller([&] { result = e2e::run_program(argv, options()); });
     const bool running = said_ready(ready_fd.get());  // the command runs, so does its proxy
-    const std::vector<pid_t> during = proxy_processes(home.path());
+    const std::vector<pid_t> during = awaited_proxy_processes(home.path());
     [[maybe_unused]] const ssize_t n = write(go_fd.get(), "go\n", 3);
     caller.join();
     ASSERT_TRUE(running) << "the command never said it was ready: " << result.err;
@@ -641,7 +654,7 @@ TEST_P(KilledCaller, TheProxyEndsWhenTheCallerIsKilled) {
     e2e::Result result;
     std::thread shell([&] { result = e2e::run_program(argv, o); });
     const bool running = said_ready(ready_fd.get());
-    const std::vector<pid_t> during = proxy_processes(home.path());
+    const std::vector<pid_t> during = awaited_proxy_processes(home.path());
     const std::string recorded = read_file(pid_file);
     const pid_t caller = recorded.empty() ? -1 : std::stoi(recorded);
     const bool killed = running && caller > 0 && kill(caller, SIGKILL) == 0;
