@@ -302,7 +302,7 @@ TEST(TempArea, LandlockCallTempAreaOfALiveCallIsKept) {
                  options);
         _exit(0);
     }
-    for (int i = 0; i < 400 && read_file(ready).empty(); ++i) usleep(10000);
+    for (int i = 0; i < 6000 && read_file(ready).empty(); ++i) usleep(10000);
     const std::string dir = e2e::first_line(read_file(ready));
     ASSERT_FALSE(dir.empty());
     EXPECT_EQ(e2e::run({"--backend", "landlock", "--mode", "workspace-write", "--workspace-root", ws.path(), "--", "true"},

@@ -255,7 +255,7 @@ TEST_P(ConcurrentPoisoning, SwappingPathsWhileCallsStartReachesNothingOutside) {
 
     e2e::Result swapper_result;
     std::thread swapping([&] { swapper_result = dsh(swapper, ws); });
-    for (int i = 0; i < 500 && !exists(ready); ++i) usleep(10000);
+    for (int i = 0; i < 6000 && !exists(ready); ++i) usleep(10000);  // a hang guard: 60 s
     EXPECT_TRUE(exists(ready)) << "the swapping command did not start";
 
     int calls = 0;
@@ -303,7 +303,7 @@ TEST_P(NestedSessions, SwappingAComponentOfAnInnerSessionsPathNeverRedirectsItsW
     const std::string ready = ws_a + "/ready";
     const std::vector<std::string> swapper = {
         "--session", "a", "--backend", backend, "--", "/bin/sh", "-c",
-        "stop=$1; ready=$2; out=$3; end=$(( $(date +%s) + 30 )); : > \"$ready\"\n"
+        "stop=$1; ready=$2; out=$3; end=$(( $(date +%s) + 60 )); : > \"$ready\"\n"
         "while [ ! -e \"$stop\" ] && [ \"$(date +%s)\" -lt \"$end\" ]; do\n"
         "  for i in 1 2 3 4 5 6 7 8 9 10; do\n"
         "    mv inner inner.real && ln -s \"$out\" inner; sleep 0.01\n"
@@ -314,8 +314,15 @@ TEST_P(NestedSessions, SwappingAComponentOfAnInnerSessionsPathNeverRedirectsItsW
     const std::string before = host_snapshot(out);
 
     e2e::Result swapper_result;
-    std::thread swapping([&] { swapper_result = dsh(swapper, ws_a); });
-    for (int i = 0; i < 500 && !exists(ready); ++i) usleep(10000);
+    // The swapper runs until told to stop (after the calls' 25 s cap at most), or 60 s: the
+    // harness's hang guard for it is longer still, so that it is never killed mid-swap with
+    // B's path left a link.
+    std::thread swapping([&] {
+        e2e::RunOptions o = options(ws_a);
+        o.timeoutMs = 120000;
+        swapper_result = e2e::run(swapper, o);
+    });
+    for (int i = 0; i < 6000 && !exists(ready); ++i) usleep(10000);  // a hang guard: 60 s
     EXPECT_TRUE(exists(ready)) << "the swapping command did not start";
 
     // The swapper alternates a burst of swaps (about 0.2 s) with a quiet 0.4 s, so that on a

@@ -288,7 +288,9 @@ TEST_F(FirstContact, AConfigOverOneMebibyteIsRefusedQuickly) {
     const auto took = std::chrono::steady_clock::now() - began;
     EXPECT_TRUE(IsError(r, "CONFIG"));
     EXPECT_TRUE(contains(r.err, "1 MiB")) << r.err;
-    EXPECT_LT(took, std::chrono::seconds(2));
+    // Refused by its size: well within what a parse of 2 MiB would take, with room for an
+    // instrumented build on a loaded host (a hang guard with a margin, not a measurement).
+    EXPECT_LT(took, std::chrono::seconds(10));
     EXPECT_FALSE(e2e::exists(sentinel()));
 }
 

@@ -105,6 +105,13 @@ public:
 
     std::uint16_t port() const { return port_; }
     int accepted() const { return accepted_.load(); }
+    // The count once it has reached `n` (a connection the client closed unanswered is accepted
+    // by this server's thread at its own pace), or after 10 s, as a hang guard.
+    int accepted_reaching(int n) const {
+        for (int tries = 0; accepted_.load() < n && tries < 1000; ++tries)
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        return accepted_.load();
+    }
     std::string requests() const {
         std::lock_guard lock(mutex_);
         return requests_;

@@ -426,7 +426,7 @@ void expect_tree_dies_with_run(const std::string& backend, const e2e::RunOptions
     kill(child.pid(), SIGKILL);
     EXPECT_EQ(child.wait(20000), 128 + SIGKILL);
     bool gone = false;
-    for (int i = 0; i < 100 && !gone; ++i) {
+    for (int i = 0; i < 600 && !gone; ++i) {  // a hang guard: 30 s
         gone = e2e::run_program({"/usr/bin/pgrep", "-f", marker}).status != 0;
         if (!gone) usleep(50000);
     }

@@ -614,8 +614,10 @@ TEST(Proxy, ConnectionsBeyondTheBoundAreClosedAtOnce) {
 TEST(Proxy, IdleAndSlowConnectionsAreClosed) {
     Origin origin(AF_INET, serve_echo);
     ProxyOptions options = allowing({"allowed.test"});
-    options.headTimeout = std::chrono::milliseconds(100);
-    options.idleTimeout = std::chrono::milliseconds(100);
+    // Long enough that the test's own next step (the CONNECT line, reading the reply) is never
+    // late on a loaded host or in an instrumented build; short enough to keep the test quick.
+    options.headTimeout = std::chrono::milliseconds(1000);
+    options.idleTimeout = std::chrono::milliseconds(300);
     RunningProxy proxy(std::move(options));
     // A head that never completes.
     const int slow = proxy.client();
@@ -646,7 +648,7 @@ bool ended_by_proxy(int fd) {
 
 TEST(Proxy, SocksRequestHasTheHeadsTimeNotTheIdleTime) {
     ProxyOptions options = allowing({"allowed.test"});
-    options.headTimeout = std::chrono::milliseconds(100);
+    options.headTimeout = std::chrono::milliseconds(1000);  // the hello and its reply fit in it on any host
     options.idleTimeout = std::chrono::hours(1);
     RunningProxy proxy(std::move(options));
     // The method reply is sent, and then no request ever comes.
