@@ -5,6 +5,7 @@
 #include "app.hpp"
 
 #include <cstdio>
+#include <cstring>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -684,6 +685,9 @@ std::optional<int> run_line(const CommandLine& line, const Named& named) {
 }  // namespace
 
 int run(int argc, char** argv) {
+    // The hosts network's proxy, executed afresh by the call that starts it: on its own, before
+    // anything else (platform/linux/proxy_companion.hpp).
+    if (argc >= 2 && std::strcmp(argv[1], "__proxy") == 0) return platform::serve_proxy(argc, argv);
     setup_logging();
     const CommandLine line = split_at_dashes(argc, argv);
     if (const std::optional<int> status = run_line(line, Named(&line))) return *status;

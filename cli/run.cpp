@@ -179,7 +179,7 @@ ojson failure_report(const std::optional<SandboxExecutionPolicy>& policy, const 
 }
 
 // The hosts the allow-list proxy refused during the call, with counts, in the order of their first
-// refusal: read from the socket only `run` and the proxy hold (`--refusals-fd`), so the command,
+// refusal: read from the socket only `run` and the proxy hold, so the command,
 // which never gets it, cannot add to or hide from the list. At most kMaxRefusedHosts hosts are
 // listed; the refusals of later ones, and those the proxy could not report at once (it never
 // waits for `run`), are counted as unlisted, so that a list a command flooded is known to be

@@ -132,6 +132,10 @@ int bwrap_stage(const BwrapStageRequest& request, const std::vector<std::string>
 // `run` does the same in its own process instead (prepare_for_run).
 int net_proxy_exec(const std::vector<std::string>& allow_hosts, const std::vector<std::string>& bwrap_argv);
 
+// `dsh-confine __proxy ...`: the hosts network's proxy in its own process, as the Linux backends
+// start it (platform/linux/proxy_companion.hpp); 125 elsewhere. Not typed by hand.
+int serve_proxy(int argc, char** argv);
+
 // `dsh-confine restricted-token-exec ...` where the system has the restricted-token backend
 // (Windows); 125 elsewhere.
 struct RestrictedTokenExecRequest {

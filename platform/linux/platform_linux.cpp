@@ -223,6 +223,8 @@ int net_proxy_exec(const std::vector<std::string>& allow_hosts, const std::vecto
     return proxy::exec_with_proxy(canonical, bwrap_argv);
 }
 
+int serve_proxy(int argc, char** argv) { return proxy::serve_proxy(argc, argv); }
+
 int landlock_exec(const LandlockExecRequest& request, const std::vector<std::string>& argv) {
     landlock::RunnerArgs args;
     if (request.mode == "read-only") args.mode = ConfinedSandboxMode::ReadOnly;

@@ -11,6 +11,10 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -63,42 +67,196 @@ std::vector<int> receive_listeners(int channel, int owner) {
     return out;
 }
 
-// The proxy's own process: what it keeps, then the proxy until its owner ends.
-[[noreturn]] void serve(const std::vector<std::string>& allow, const std::vector<int>& listen_fds, int channel, int owner,
-                        int refusals) {
-    setsid();
-    if (chdir("/") != 0) _exit(1);  // nothing of the workspace held open here
-    // stdin and stdout are the command's business (a pipe `run` reads to its end must not stay
-    // open here); stderr takes the refusals.
-    if (const int null = open("/dev/null", O_RDWR | O_CLOEXEC); null >= 0) {
-        dup2(null, 0);
-        dup2(null, 1);
-        close(null);
+// Parses a descriptor's number as `__proxy` takes it ("-" for none): false when it is neither.
+bool parse_fd(const char* text, int& fd) {
+    if (std::strcmp(text, "-") == 0) {
+        fd = -1;
+        return true;
     }
-    std::vector<int> keep = listen_fds;
-    keep.insert(keep.end(), {channel, owner, refusals});
-    std::sort(keep.begin(), keep.end());
-    // Every other descriptor closed: the caller's (a status pipe, kept descriptors, a ruleset)
-    // are none of the proxy's, and one held open here could keep a reader waiting.
+    char* end = nullptr;
+    errno = 0;
+    const long value = std::strtol(text, &end, 10);
+    if (errno != 0 || end == text || *end != '\0' || value < 3 || value > 1 << 20) return false;
+    fd = static_cast<int>(value);
+    return true;
+}
+
+std::string fd_text(int fd) { return fd < 0 ? "-" : std::to_string(fd); }
+
+// What the proxy's launch needs, all of it made before the first clone: the two clones below
+// share this process's memory (CLONE_VM, as posix_spawn's child does) and make only system calls
+// in it, while the process that cloned each waits (CLONE_VFORK). No page table is copied, which
+// is what two forks of this process cost (about 1.5 ms on the reference VM, on the caller's path).
+struct Launch {
+    std::vector<std::string> words;  // the proxy's argv
+    std::vector<std::string> environment;
+    std::vector<char*> argv, envp;
+    std::vector<int> keep;   // passed on, in ascending order
+    int null = -1;           // /dev/null, for stdin and stdout
+    char* grandchildStack = nullptr;
+    int failure = 0;         // the errno of the step that failed in a clone, read once both are gone
+    const char* failedStep = nullptr;
+};
+
+// The proxy's process until it executes the proxy: in a session of its own (a terminal's or a
+// harness's signal to the caller's process group does not reach it), in /, with stdin and stdout
+// on /dev/null (a pipe `run` reads to its end must not stay open here) and no descriptor but
+// stderr and the kept ones (a status pipe, the caller's kept descriptors, a ruleset are none of
+// the proxy's). Every signal stays blocked through execve (the caller's handlers are this
+// memory's code): the proxy unblocks them once it runs (serve_proxy).
+int launch_proxy(void* arg) {
+    auto* l = static_cast<Launch*>(arg);
+    const auto failed = [l](const char* step) {
+        l->failure = errno;
+        l->failedStep = step;
+        _exit(127);
+    };
+    if (setsid() < 0) failed("setsid");
+    if (chdir("/") != 0) failed("chdir /");
+    if (dup2(l->null, 0) < 0 || dup2(l->null, 1) < 0) failed("dup2 /dev/null");
     int from = 3;
-    for (int fd : keep) {
+    for (int fd : l->keep) {
         if (fd < from) continue;
         if (fd > from) syscall(SYS_close_range, from, fd - 1, 0);
+        if (fcntl(fd, F_SETFD, 0) != 0) failed("fcntl (a kept descriptor)");
         from = fd + 1;
     }
     syscall(SYS_close_range, from, ~0U, 0);
+    // The binary this process runs, by the kernel's own reference to it: no path is walked, so
+    // no directory anyone could write is in the way, and a binary replaced on disk since (an
+    // upgrade) does not change what runs.
+    execve("/proc/self/exe", l->argv.data(), l->envp.data());
+    failed("execve /proc/self/exe");
+    return 127;
+}
+
+// The middle process: it clones the proxy and ends once the proxy runs its own image, so that
+// the proxy is nobody's child that anyone waits for (the caller becomes the command, which must
+// not find an unknown child; the proxy is reparented to init or the nearest subreaper).
+int launch_middle(void* arg) {
+    auto* l = static_cast<Launch*>(arg);
+    if (clone(launch_proxy, l->grandchildStack, CLONE_VM | CLONE_VFORK | SIGCHLD, l) < 0) {
+        l->failure = errno;
+        l->failedStep = "clone (the proxy)";
+    }
+    _exit(0);
+}
+
+constexpr std::size_t kLaunchStack = 64 * 1024;  // each clone's stack; they call nothing deep
+
+}  // namespace
+
+bool start_proxy(const std::vector<std::string>& allow, const std::vector<int>& listen_fds, int channel, int refusals,
+                 std::string& why) {
+    const int owner = static_cast<int>(syscall(SYS_pidfd_open, getpid(), 0));
+    if (owner < 0) {
+        why = errno_text("pidfd_open (the proxy's lifetime; Linux 5.3 or later)");
+        return false;
+    }
+    fcntl(owner, F_SETFD, FD_CLOEXEC);
+    Launch l;
+    std::string listeners;
+    for (int fd : listen_fds) listeners += (listeners.empty() ? "" : ",") + std::to_string(fd);
+    l.words = {"dsh-confine", "__proxy", std::to_string(owner), fd_text(channel), fd_text(refusals),
+               listeners.empty() ? "-" : listeners, "--"};
+    l.words.insert(l.words.end(), allow.begin(), allow.end());
+    // A name is resolved as the command gave it: with the resolver's search list (resolv.conf's
+    // `search`, `domain`) a refused `intranet` would still be looked up, and reached, as
+    // `intranet.corp.example`. An empty LOCALDOMAIN replaces that list with none.
+    for (char** e = environ; e != nullptr && *e != nullptr; ++e)
+        if (std::strncmp(*e, "LOCALDOMAIN=", 12) != 0) l.environment.emplace_back(*e);
+    l.environment.emplace_back("LOCALDOMAIN=");
+    for (auto& word : l.words) l.argv.push_back(word.data());
+    l.argv.push_back(nullptr);
+    for (auto& entry : l.environment) l.envp.push_back(entry.data());
+    l.envp.push_back(nullptr);
+    l.keep = listen_fds;
+    l.keep.push_back(owner);
+    if (channel >= 0) l.keep.push_back(channel);
+    if (refusals >= 0) l.keep.push_back(refusals);
+    std::sort(l.keep.begin(), l.keep.end());
+    l.null = open("/dev/null", O_RDWR | O_CLOEXEC);
+    void* stacks = mmap(nullptr, 2 * kLaunchStack, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    if (l.null < 0 || stacks == MAP_FAILED) {
+        why = errno_text(l.null < 0 ? "open /dev/null (the proxy's stdin)" : "mmap (the proxy's launch)");
+        if (l.null >= 0) close(l.null);
+        if (stacks != MAP_FAILED) munmap(stacks, 2 * kLaunchStack);
+        close(owner);
+        return false;
+    }
+    char* base = static_cast<char*>(stacks);
+    l.grandchildStack = base + 2 * kLaunchStack;
+    // No handler of this process may run in a clone before execve: all blocked until then.
+    sigset_t all, was;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &was);
+    const pid_t middle = clone(launch_middle, base + kLaunchStack, CLONE_VM | CLONE_VFORK | SIGCHLD, &l);
+    const int clone_errno = errno;
+    pthread_sigmask(SIG_SETMASK, &was, nullptr);
+    close(l.null);
+    close(owner);
+    int status = 0;
+    if (middle > 0)
+        while (waitpid(middle, &status, 0) < 0 && errno == EINTR) {
+        }
+    munmap(stacks, 2 * kLaunchStack);
+    if (middle < 0) {
+        errno = clone_errno;
+        why = errno_text("clone (the proxy's launch)");
+        return false;
+    }
+    if (l.failedStep != nullptr) {
+        why = std::string("starting the proxy: ") + l.failedStep + ": " + std::strerror(l.failure);
+        return false;
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        why = "the proxy's process could not be started";
+        return false;
+    }
+    return true;
+}
+
+int serve_proxy(int argc, char** argv) {
+    const auto usage = [](const std::string& message) {
+        std::fprintf(stderr, "dsh-confine: error: PROXY: __proxy: %s\n", message.c_str());
+        return 125;
+    };
+    // dsh-confine __proxy OWNER CHANNEL REFUSALS LISTENERS -- PATTERN...
+    if (argc < 7 || std::strcmp(argv[6], "--") != 0)
+        return usage("the proxy's own process, started by dsh-confine: OWNER CHANNEL REFUSALS LISTENERS -- PATTERN...");
+    int owner = -1, channel = -1, refusals = -1;
+    if (!parse_fd(argv[2], owner) || owner < 0 || !parse_fd(argv[3], channel) || !parse_fd(argv[4], refusals))
+        return usage("a descriptor is not a number above 2");
+    std::vector<int> listen_fds;
+    if (std::strcmp(argv[5], "-") != 0) {
+        std::string list = argv[5];
+        for (std::size_t at = 0; at <= list.size();) {
+            const std::size_t comma = std::min(list.find(',', at), list.size());
+            int fd = -1;
+            if (!parse_fd(list.substr(at, comma - at).c_str(), fd) || fd < 0 || listen_fds.size() == kMaxListeners)
+                return usage("LISTENERS is not a list of descriptors");
+            listen_fds.push_back(fd);
+            at = comma + 1;
+        }
+    }
+    ProxyOptions options;
+    for (int i = 7; i < argc; ++i) {
+        auto pattern = parse_host_pattern(argv[i]);
+        if (!pattern) return usage(pattern.reason());
+        options.allow.push_back(*pattern);
+    }
+    // Named as the program that started it in `ps` and `top` (executed as /proc/self/exe, it would be "exe").
+    prctl(PR_SET_NAME, "dsh-confine", 0, 0, 0);
+    for (int fd : listen_fds) fcntl(fd, F_SETFD, FD_CLOEXEC);
+    for (int fd : {owner, channel, refusals})
+        if (fd >= 0) fcntl(fd, F_SETFD, FD_CLOEXEC);
+    // Signals: what a process started afresh has (an ignored SIGHUP or SIGTERM of the caller's
+    // parent is not the proxy's), then unblocked (launch_proxy kept them blocked).
     for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD}) signal(sig, SIG_DFL);
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
 
-    // A name is resolved as the command gave it: with the resolver's search list (resolv.conf's
-    // `search`, `domain`) a refused `intranet` would still be looked up, and reached, as
-    // `intranet.corp.example`. An empty LOCALDOMAIN replaces that list with none.
-    setenv("LOCALDOMAIN", "", 1);
-    ProxyOptions options;
-    for (const auto& text : allow)
-        if (auto pattern = parse_host_pattern(text)) options.allow.push_back(*pattern);
     options.listenFds = listen_fds;
     if (channel >= 0) {
         // After the proxy's start-up (ProxyOptions::awaitListeners): the stage sends them just
@@ -137,41 +295,9 @@ std::vector<int> receive_listeners(int channel, int owner) {
     if (status != 0) {
         const std::string line = "dsh-confine: error: PROXY: " + error + "\n";
         [[maybe_unused]] const ssize_t n = write(2, line.data(), line.size());
-        _exit(1);
+        return 1;
     }
-    _exit(0);
-}
-
-}  // namespace
-
-bool start_proxy(const std::vector<std::string>& allow, const std::vector<int>& listen_fds, int channel, int refusals,
-                 std::string& why) {
-    const int owner = static_cast<int>(syscall(SYS_pidfd_open, getpid(), 0));
-    if (owner < 0) {
-        why = errno_text("pidfd_open (the proxy's lifetime; Linux 5.3 or later)");
-        return false;
-    }
-    fcntl(owner, F_SETFD, FD_CLOEXEC);
-    const pid_t middle = fork();
-    if (middle < 0) {
-        why = errno_text("fork (the proxy)");
-        close(owner);
-        return false;
-    }
-    if (middle == 0) {
-        const pid_t proxy = fork();
-        if (proxy == 0) serve(allow, listen_fds, channel, owner, refusals);
-        _exit(proxy < 0 ? 1 : 0);
-    }
-    close(owner);
-    int status = 0;
-    while (waitpid(middle, &status, 0) < 0 && errno == EINTR) {
-    }
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        why = "the proxy's process could not be started";
-        return false;
-    }
-    return true;
+    return 0;
 }
 
 int loopback_listener(int family, std::uint16_t port, std::string& why) {

@@ -2,7 +2,9 @@
 // started by whoever hands the call to its runner, before the command exists, and ended when
 // that process ends.
 //
-// Its life: forked twice, so it is nobody's child that anyone waits for, into a session of its
+// Its life: started through a middle process that ends at once (both clones share the caller's
+// memory until the proxy executes this binary afresh as `dsh-confine __proxy`, so no page table is
+// copied), so it is nobody's child that anyone waits for, in a session of its
 // own (a terminal's or a harness's signal to the caller's process group does not reach it), with
 // only stderr, its listening sockets and a pidfd of the process that started it. It serves until
 // that process ends: under bubblewrap that process is bubblewrap itself (the plan's launcher,
@@ -39,6 +41,12 @@ inline constexpr std::uint16_t kSandboxPort = 3128;
 // the caller closes them. false with `why`.
 bool start_proxy(const std::vector<std::string>& allow, const std::vector<int>& listen_fds, int channel, int refusals,
                  std::string& why);
+
+// The proxy's own process, `dsh-confine __proxy OWNER CHANNEL REFUSALS LISTENERS -- PATTERN...`
+// as start_proxy executes it (descriptors by number, "-" for none, LISTENERS comma-separated):
+// serves until OWNER (a pidfd) ends. 0 when it ended so, 1 when the proxy failed, 125 on bad
+// arguments. Not typed by hand.
+int serve_proxy(int argc, char** argv);
 
 // A TCP socket listening on the loopback address of `family` (AF_INET or AF_INET6) and `port`
 // (0: the kernel picks), close-on-exec; -1 with `why`.

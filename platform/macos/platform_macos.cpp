@@ -80,6 +80,11 @@ int net_proxy_exec(const std::vector<std::string>& /*allow_hosts*/, const std::v
     return 125;
 }
 
+int serve_proxy(int /*argc*/, char** /*argv*/) {
+    std::fprintf(stderr, "dsh-confine: error: PROXY: __proxy: the hosts network's proxy process exists only on Linux\n");
+    return 125;
+}
+
 int landlock_exec(const LandlockExecRequest& /*request*/, const std::vector<std::string>& /*argv*/) {
     std::fprintf(stderr, "dsh-confine: error: LANDLOCK: landlock-exec: Landlock is a Linux mechanism, not available on macOS\n");
     return 125;

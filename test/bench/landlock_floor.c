@@ -8,7 +8,7 @@
  * path), no option parsing beyond -w, no capability drop, no seccomp, no temp area made (DIR
  * must exist). Works as root and unprivileged.
  *
- *   landlock_floor [-s] [-t BASE] [-w DIR]... PROGRAM [ARG...]
+ *   landlock_floor [-s | -p] [-t BASE] [-w DIR]... PROGRAM [ARG...]
  *
  * With -t, a private temp area per call, as dsh-confine's workspace-write makes one: every
  * `call-*` directory left in BASE by an earlier call is removed (rmdir: an empty one), then a
@@ -24,6 +24,14 @@
  * before it starts the keeper and removes it (rmdir) once the command has ended, as `run` removes its
  * call's area before it answers.
  *
+ * With -p, the least a server beside the command costs, the floor of the hosts network's proxy:
+ * before the ruleset is built, a loopback TCP listener (port 0) and a pidfd of this process, then
+ * a process started as dsh-confine starts its proxy (a clone sharing this memory until it has
+ * started another that shares it until its execve, each parent waiting: no page table copied,
+ * and the server nobody's child), in a session of its own, executing this program afresh
+ * (/proc/self/exe) as a server that holds the listener until the pidfd says this process (by then
+ * the command) has ended. The server accepts nothing: its start is the whole cost measured.
+ *
  * Built with LANDLOCK_FLOOR_NO_MAIN, it is the Landlock half of stack_floor.cpp. Built with
  * LANDLOCK_FLOOR_HARDENED (landlock_floor_hardened), it also does the two things dsh-confine's
  * exec path adds to the ruleset: every capability dropped (bounding set, ambient, securebits,
@@ -38,6 +46,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sched.h>
+#include <poll.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -184,13 +196,67 @@ static void supervised(const char* remove, int ruleset, char** argv) {
     _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
 }
 
+// -p's server: holds its listener until the pidfd `owner` is readable (its process has ended).
+static int serve(const char* owner_text) {
+    struct pollfd owner = {atoi(owner_text), POLLIN, 0};
+    while (poll(&owner, 1, -1) < 0 && errno == EINTR) {
+    }
+    return 0;
+}
+
+static char* server_argv[4];
+static char server_stack[2][16384] __attribute__((aligned(16)));
+
+static int server_process(void* unused) {
+    (void)unused;
+    setsid();
+    execv("/proc/self/exe", server_argv);
+    _exit(127);
+}
+
+static int server_middle(void* unused) {
+    (void)unused;
+    clone(server_process, server_stack[1] + sizeof server_stack[1], CLONE_VM | CLONE_VFORK | SIGCHLD, NULL);
+    _exit(0);
+}
+
+// -p: the listener, the owner's pidfd (both passed on), the server started; 0 when it runs.
+static int start_server(void) {
+    const int listener = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in address = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    if (listener < 0 || bind(listener, (struct sockaddr*)&address, sizeof address) != 0 || listen(listener, 128) != 0)
+        return fail("listener");
+    const int owner = (int)syscall(SYS_pidfd_open, getpid(), 0);
+    if (owner < 0) return fail("pidfd_open");
+    static char owner_text[16];
+    snprintf(owner_text, sizeof owner_text, "%d", owner);
+    server_argv[0] = "landlock_floor";
+    server_argv[1] = "--serve";
+    server_argv[2] = owner_text;
+    server_argv[3] = NULL;
+    const pid_t middle = clone(server_middle, server_stack[0] + sizeof server_stack[0], CLONE_VM | CLONE_VFORK | SIGCHLD, NULL);
+    if (middle < 0) return fail("clone");
+    while (waitpid(middle, NULL, 0) < 0 && errno == EINTR) {
+    }
+    close(owner);
+    close(listener);
+    return 0;
+}
+
 int landlock_floor_exec(int argc, char** argv) {
     const char* writable[8];
     int writable_count = 0;
+    if (argc == 3 && strcmp(argv[1], "--serve") == 0) return serve(argv[2]);
     const int supervise = argc > 1 && strcmp(argv[1], "-s") == 0;
     if (supervise) {
         --argc;
         ++argv;
+    }
+    const int server = !supervise && argc > 1 && strcmp(argv[1], "-p") == 0;
+    if (server) {
+        --argc;
+        ++argv;
+        if (start_server() != 0) return 125;
     }
     char temp[4096];
     const int make_temp = argc > 2 && strcmp(argv[1], "-t") == 0;
@@ -213,7 +279,7 @@ int landlock_floor_exec(int argc, char** argv) {
         argv += 2;
     }
     if (argc < 2) {
-        fprintf(stderr, "usage: landlock_floor [-s] [-t BASE] [-w DIR]... PROGRAM [ARG...]\n");
+        fprintf(stderr, "usage: landlock_floor [-s | -p] [-t BASE] [-w DIR]... PROGRAM [ARG...]\n");
         return 125;
     }
     const long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, 1 /* LANDLOCK_CREATE_RULESET_VERSION */);

@@ -247,6 +247,28 @@ TEST_F(Cli, NoProgramAfterDashesIsUsageError) {
     EXPECT_TRUE(IsError(dsh({"--mode", "danger-full-access", "--"}), "USAGE"));
 }
 
+// The proxy's own process (what a call in the hosts network executes beside the command) takes
+// descriptors it was given: by hand, each malformed form is one line and 125, and nothing serves.
+TEST_F(Cli, TheProxysOwnProcessRefusesMalformedArguments) {
+    const std::vector<std::vector<std::string>> cases = {
+        {"__proxy"},
+        {"__proxy", "4", "-", "-", "-"},                              // no "--"
+        {"__proxy", "x", "-", "-", "-", "--", "example.org"},         // not a number
+        {"__proxy", "1", "-", "-", "-", "--", "example.org"},         // stdout is no pidfd
+        {"__proxy", "-", "-", "-", "-", "--", "example.org"},         // an owner is required
+        {"__proxy", "4", "-", "-", "3,,5", "--", "example.org"},      // an empty listener
+        {"__proxy", "4", "-", "-", "3,4,5,6,7", "--", "example.org"}, // more than the stage sends
+        {"__proxy", "4", "-", "-", "-", "--", "*.org"},               // a pattern the CLI refuses
+    };
+    for (const auto& args : cases) {
+        const e2e::Result r = dsh(args);
+        EXPECT_EQ(r.status, 125) << args.size() << ": " << r.err;
+        EXPECT_EQ(r.out, "");
+        EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+        EXPECT_EQ(r.err.rfind("dsh-confine: error: PROXY: __proxy: ", 0), 0u) << r.err;
+    }
+}
+
 TEST_F(Cli, ConfigUnknownKeyNamesPositionAndSuggestion) {
     const std::string file = config("[sandbox]\ndefault_mode = \"danger-full-access\"\nworkspace_rot = \"/\"\n");
     const e2e::Result r = dsh({"--config", file, "--", "touch", sentinel()});
