@@ -155,7 +155,8 @@ linux_runner::Launch prepare_confined(const RunnerArgs& args, const std::vector<
         const int listener = proxy::loopback_listener(AF_INET, 0, why);
         if (listener < 0) return fail(why);
         proxy_port = proxy::listening_port(listener);
-        const bool started = proxy::start_proxy(args.allowHosts, {listener}, -1, args.refusalsFd, why);
+        const bool started = proxy::start_proxy(args.allowHosts, {listener}, -1, args.refusalsFd, why,
+                                                args.execsHere ? proxy::ProxyStart::CallersImage : proxy::ProxyStart::OwnImage);
         close(listener);
         if (!started) return fail(why);
         proxy::set_proxy_environment(proxy_port);
@@ -232,7 +233,9 @@ int scope_ruleset(bool deny_network, std::string& why) {
 }
 
 int exec_confined(const RunnerArgs& args, const std::vector<std::string>& argv) {
-    return prepare_confined(args, argv).run();
+    RunnerArgs here = args;
+    here.execsHere = true;
+    return prepare_confined(here, argv).run();
 }
 
 LandlockBackend::LandlockBackend(std::string runner, BackendConfig config)

@@ -91,6 +91,9 @@ struct RunnerArgs {
     // that TCP port alone (ABI 4).
     std::vector<std::string> allowHosts;
     int refusalsFd = -1;  // with allowHosts, under `run`: the socket the proxy reports refusals on (proxy_companion.hpp)
+    // With allowHosts: this process executes the command itself once prepared (exec_confined), so
+    // the proxy may keep this process's image (proxy::ProxyStart::CallersImage).
+    bool execsHere = false;
 };
 
 // The first ABI with TCP rules (the `hosts` network needs them: the proxy's port alone).

@@ -13,6 +13,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
+#include <linux/futex.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -131,8 +132,8 @@ int launch_proxy(void* arg) {
 }
 
 // The middle process: it clones the proxy and ends once the proxy runs its own image, so that
-// the proxy is nobody's child that anyone waits for (the caller becomes the command, which must
-// not find an unknown child; the proxy is reparented to init or the nearest subreaper).
+// the proxy is nobody's child that anyone waits for (`run` waits for its own children, and the
+// proxy must outlive none of them; it is reparented to init or the nearest subreaper).
 int launch_middle(void* arg) {
     auto* l = static_cast<Launch*>(arg);
     if (clone(launch_proxy, l->grandchildStack, CLONE_VM | CLONE_VFORK | SIGCHLD, l) < 0) {
@@ -142,18 +143,183 @@ int launch_middle(void* arg) {
     _exit(0);
 }
 
+// What the proxy's process serves, and with what (start_proxy hands it over by argv or in memory).
+struct Serving {
+    std::vector<HostPattern> allow;
+    std::vector<int> listenFds;
+    int owner = -1;
+    int channel = -1;
+    int refusals = -1;
+};
+
+// The proxy until its owner ends: 0, or 1 with a PROXY line on stderr. Every signal still
+// blocked on entry (start_proxy keeps them so), and the process in its own session already.
+int serve(const Serving& serving) {
+    const int owner = serving.owner, channel = serving.channel, refusals = serving.refusals;
+    const std::vector<int>& listen_fds = serving.listenFds;
+    ProxyOptions options;
+    options.allow = serving.allow;
+    // Signals: what a process started afresh has (an ignored SIGHUP or SIGTERM of the caller's
+    // parent is not the proxy's), then unblocked (start_proxy kept them blocked).
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD}) signal(sig, SIG_DFL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+
+    options.listenFds = listen_fds;
+    if (channel >= 0) {
+        // After the proxy's start-up (ProxyOptions::awaitListeners): the stage sends them just
+        // before it starts the command. None: the stage failed, or the sandbox ended, first.
+        options.awaitListeners = [channel, owner] {
+            std::vector<int> received = receive_listeners(channel, owner);
+            close(channel);
+            return received;
+        };
+    }
+    options.lifetimeFds = {owner};
+    if (refusals >= 0) options.lifetimeFds.push_back(refusals);  // `run` shut its side down, or is gone
+    unsigned long long undelivered = 0;
+    options.onRefused = [refusals, &undelivered](const ProxyRefusal& refusal) {
+        const std::string where = (refusal.host.find(':') == std::string::npos ? refusal.host : "[" + refusal.host + "]") +
+                                  ":" + std::to_string(refusal.port);
+        const std::string line = std::string(kRefusedHostPrefix) + where + ", " + refusal.reason + " (--allow-host " + where +
+                                 " would allow it)\n";
+        [[maybe_unused]] const ssize_t n = write(2, line.data(), line.size());
+        // One record in one datagram of a SOCK_SEQPACKET socket, whole or not at all: `run` reads
+        // them as they come, and the proxy never waits for it. One that finds `run`'s side full
+        // is counted instead, and the count sent when the proxy ends, so that a flood of
+        // refusals can make run's list incomplete but never silently so.
+        if (refusals >= 0) {
+            const std::string record = where + "\n";
+            if (send(refusals, record.data(), record.size(), MSG_DONTWAIT | MSG_NOSIGNAL) < 0) ++undelivered;
+        }
+    };
+    std::string error;
+    const int status = run_proxy(options, &error);
+    if (refusals >= 0 && undelivered > 0) {
+        // `run` reads to the end once it has shut its side down: this one may wait for it.
+        const std::string record = std::string(kUndeliveredRefusals) + std::to_string(undelivered) + "\n";
+        [[maybe_unused]] const ssize_t sent = send(refusals, record.data(), record.size(), MSG_NOSIGNAL);
+    }
+    if (status != 0) {
+        const std::string line = "dsh-confine: error: PROXY: " + error + "\n";
+        [[maybe_unused]] const ssize_t n = write(2, line.data(), line.size());
+        return 1;
+    }
+    return 0;
+}
+
+// The second way in (ProxyStart::CallersImage), for a caller that executes its next program
+// (the command, or bubblewrap) right after: the proxy's process is a clone that shares the
+// caller's memory and waits, doing nothing, until the caller has executed that program (or
+// ended). The kernel then leaves the caller's old image to the clone alone, already started up:
+// no page table copied, no second start-up of dsh-confine, and the caller never waits.
+struct Beside {
+    std::vector<std::string> allow;  // parsed by the proxy, once the caller has gone on
+    Serving serving;
+    std::vector<int> keep;  // in ascending order
+    int null = -1;
+    // The futex word the caller names with set_tid_address: the kernel zeroes it, and wakes its
+    // waiter, when the caller's memory stops being the caller's (its execve, or its end).
+    int gate = 0;
+};
+
+int proxy_beside(void* arg) {
+    auto* b = static_cast<Beside*>(arg);
+    // Nothing but this wait until the word is zero: until then the caller runs in this memory.
+    while (__atomic_load_n(&b->gate, __ATOMIC_ACQUIRE) != 0)
+        syscall(SYS_futex, &b->gate, FUTEX_WAIT, b->gate, nullptr, nullptr, 0);
+    // This memory is the proxy's alone from here on.
+    setsid();
+    if (chdir("/") != 0 || dup2(b->null, 0) < 0 || dup2(b->null, 1) < 0) _exit(1);
+    int from = 3;
+    for (int fd : b->keep) {
+        if (fd < from) continue;
+        if (fd > from) syscall(SYS_close_range, from, fd - 1, 0);
+        from = fd + 1;
+    }
+    syscall(SYS_close_range, from, ~0U, 0);
+    // The caller's handlers are the caller's business: the defaults, as after an execve.
+    for (int sig = 1; sig < NSIG; ++sig) {
+        struct sigaction was {};
+        if (sigaction(sig, nullptr, &was) != 0) continue;
+        const bool handled = (was.sa_flags & SA_SIGINFO) != 0 ? was.sa_sigaction != nullptr
+                                                              : was.sa_handler != SIG_DFL && was.sa_handler != SIG_IGN;
+        if (handled) signal(sig, SIG_DFL);
+    }
+    // Until setsid above it was in the caller's process group: a terminal's or a harness's signal
+    // to that group, held pending while blocked, is not the proxy's. Ignoring discards it.
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) signal(sig, SIG_IGN);
+    setenv("LOCALDOMAIN", "", 1);  // as start_proxy's other way (it says why)
+    for (const auto& text : b->allow)
+        if (auto pattern = parse_host_pattern(text)) b->serving.allow.push_back(*pattern);
+    _exit(serve(b->serving));
+}
+
+// The proxy's stack in the caller's image: a thread's (the proxy runs on it), with a guard page.
+constexpr std::size_t kBesideStack = 8 * 1024 * 1024;
+constexpr std::size_t kGuard = 4096;
+
+bool start_beside(const std::vector<std::string>& allow, const std::vector<int>& listen_fds, int channel, int owner,
+                  std::string& why) {
+    // Never freed: once the caller has gone on it is the proxy's, and until then it must stay.
+    // Held by a static pointer, so that a caller that ends instead (a runner that failed) ends
+    // with it reachable, not leaked.
+    static Beside* kept = nullptr;
+    auto* b = kept = new Beside;
+    b->allow = allow;
+    b->serving.listenFds = listen_fds;
+    b->serving.owner = owner;
+    b->serving.channel = channel;
+    b->keep = listen_fds;
+    b->keep.push_back(owner);
+    if (channel >= 0) b->keep.push_back(channel);
+    std::sort(b->keep.begin(), b->keep.end());
+    b->null = open("/dev/null", O_RDWR | O_CLOEXEC);
+    void* stack = mmap(nullptr, kBesideStack + kGuard, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE,
+                       -1, 0);
+    if (b->null < 0 || stack == MAP_FAILED) {
+        why = errno_text(b->null < 0 ? "open /dev/null (the proxy's stdin)" : "mmap (the proxy's stack)");
+        return false;
+    }
+    mprotect(stack, kGuard, PROT_NONE);
+    b->gate = static_cast<int>(syscall(SYS_gettid));
+    syscall(SYS_set_tid_address, &b->gate);
+    sigset_t all, was;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &was);
+    // No exit signal: nothing is sent to the caller (by then the command) when the proxy ends,
+    // and wait(2) without __WALL does not see it; once the command has ended, the proxy is
+    // reparented like any orphan, with SIGCHLD for its new parent.
+    const pid_t proxy = clone(proxy_beside, static_cast<char*>(stack) + kGuard + kBesideStack, CLONE_VM, b);
+    const int clone_errno = errno;
+    pthread_sigmask(SIG_SETMASK, &was, nullptr);
+    close(b->null);  // the clone has its own copy, as of every descriptor open now
+    if (proxy < 0) {
+        errno = clone_errno;
+        why = errno_text("clone (the proxy)");
+        return false;
+    }
+    return true;
+}
+
 constexpr std::size_t kLaunchStack = 64 * 1024;  // each clone's stack; they call nothing deep
 
 }  // namespace
 
 bool start_proxy(const std::vector<std::string>& allow, const std::vector<int>& listen_fds, int channel, int refusals,
-                 std::string& why) {
+                 std::string& why, ProxyStart how) {
     const int owner = static_cast<int>(syscall(SYS_pidfd_open, getpid(), 0));
     if (owner < 0) {
         why = errno_text("pidfd_open (the proxy's lifetime; Linux 5.3 or later)");
         return false;
     }
     fcntl(owner, F_SETFD, FD_CLOEXEC);
+    if (how == ProxyStart::CallersImage && refusals < 0) {
+        const bool started = start_beside(allow, listen_fds, channel, owner, why);
+        close(owner);
+        return started;
+    }
     Launch l;
     std::string listeners;
     for (int fd : listen_fds) listeners += (listeners.empty() ? "" : ",") + std::to_string(fd);
@@ -224,80 +390,32 @@ int serve_proxy(int argc, char** argv) {
     // dsh-confine __proxy OWNER CHANNEL REFUSALS LISTENERS -- PATTERN...
     if (argc < 7 || std::strcmp(argv[6], "--") != 0)
         return usage("the proxy's own process, started by dsh-confine: OWNER CHANNEL REFUSALS LISTENERS -- PATTERN...");
-    int owner = -1, channel = -1, refusals = -1;
-    if (!parse_fd(argv[2], owner) || owner < 0 || !parse_fd(argv[3], channel) || !parse_fd(argv[4], refusals))
+    Serving serving;
+    if (!parse_fd(argv[2], serving.owner) || serving.owner < 0 || !parse_fd(argv[3], serving.channel) ||
+        !parse_fd(argv[4], serving.refusals))
         return usage("a descriptor is not a number above 2");
-    std::vector<int> listen_fds;
     if (std::strcmp(argv[5], "-") != 0) {
         std::string list = argv[5];
         for (std::size_t at = 0; at <= list.size();) {
             const std::size_t comma = std::min(list.find(',', at), list.size());
             int fd = -1;
-            if (!parse_fd(list.substr(at, comma - at).c_str(), fd) || fd < 0 || listen_fds.size() == kMaxListeners)
+            if (!parse_fd(list.substr(at, comma - at).c_str(), fd) || fd < 0 || serving.listenFds.size() == kMaxListeners)
                 return usage("LISTENERS is not a list of descriptors");
-            listen_fds.push_back(fd);
+            serving.listenFds.push_back(fd);
             at = comma + 1;
         }
     }
-    ProxyOptions options;
     for (int i = 7; i < argc; ++i) {
         auto pattern = parse_host_pattern(argv[i]);
         if (!pattern) return usage(pattern.reason());
-        options.allow.push_back(*pattern);
+        serving.allow.push_back(*pattern);
     }
     // Named as the program that started it in `ps` and `top` (executed as /proc/self/exe, it would be "exe").
     prctl(PR_SET_NAME, "dsh-confine", 0, 0, 0);
-    for (int fd : listen_fds) fcntl(fd, F_SETFD, FD_CLOEXEC);
-    for (int fd : {owner, channel, refusals})
+    for (int fd : serving.listenFds) fcntl(fd, F_SETFD, FD_CLOEXEC);
+    for (int fd : {serving.owner, serving.channel, serving.refusals})
         if (fd >= 0) fcntl(fd, F_SETFD, FD_CLOEXEC);
-    // Signals: what a process started afresh has (an ignored SIGHUP or SIGTERM of the caller's
-    // parent is not the proxy's), then unblocked (launch_proxy kept them blocked).
-    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD}) signal(sig, SIG_DFL);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-
-    options.listenFds = listen_fds;
-    if (channel >= 0) {
-        // After the proxy's start-up (ProxyOptions::awaitListeners): the stage sends them just
-        // before it starts the command. None: the stage failed, or the sandbox ended, first.
-        options.awaitListeners = [channel, owner] {
-            std::vector<int> received = receive_listeners(channel, owner);
-            close(channel);
-            return received;
-        };
-    }
-    options.lifetimeFds = {owner};
-    if (refusals >= 0) options.lifetimeFds.push_back(refusals);  // `run` shut its side down, or is gone
-    unsigned long long undelivered = 0;
-    options.onRefused = [refusals, &undelivered](const ProxyRefusal& refusal) {
-        const std::string where = (refusal.host.find(':') == std::string::npos ? refusal.host : "[" + refusal.host + "]") +
-                                  ":" + std::to_string(refusal.port);
-        const std::string line = std::string(kRefusedHostPrefix) + where + ", " + refusal.reason + " (--allow-host " + where +
-                                 " would allow it)\n";
-        [[maybe_unused]] const ssize_t n = write(2, line.data(), line.size());
-        // One record in one datagram of a SOCK_SEQPACKET socket, whole or not at all: `run` reads
-        // them as they come, and the proxy never waits for it. One that finds `run`'s side full
-        // is counted instead, and the count sent when the proxy ends, so that a flood of
-        // refusals can make run's list incomplete but never silently so.
-        if (refusals >= 0) {
-            const std::string record = where + "\n";
-            if (send(refusals, record.data(), record.size(), MSG_DONTWAIT | MSG_NOSIGNAL) < 0) ++undelivered;
-        }
-    };
-    std::string error;
-    const int status = run_proxy(options, &error);
-    if (refusals >= 0 && undelivered > 0) {
-        // `run` reads to the end once it has shut its side down: this one may wait for it.
-        const std::string record = std::string(kUndeliveredRefusals) + std::to_string(undelivered) + "\n";
-        [[maybe_unused]] const ssize_t sent = send(refusals, record.data(), record.size(), MSG_NOSIGNAL);
-    }
-    if (status != 0) {
-        const std::string line = "dsh-confine: error: PROXY: " + error + "\n";
-        [[maybe_unused]] const ssize_t n = write(2, line.data(), line.size());
-        return 1;
-    }
-    return 0;
+    return serve(serving);
 }
 
 int loopback_listener(int family, std::uint16_t port, std::string& why) {
@@ -375,7 +493,7 @@ void set_proxy_environment(std::uint16_t port) {
 }
 
 int start_bwrap_proxy(const std::vector<std::string>& allow, std::vector<std::string>& bwrap_argv, int refusals,
-                      std::string& why) {
+                      std::string& why, ProxyStart how) {
     const auto stage = std::find(bwrap_argv.begin(), bwrap_argv.end(), "bwrap-stage");
     if (bwrap_argv.empty() || stage == bwrap_argv.end()) {
         why = "no bubblewrap plan with a stage follows";
@@ -386,7 +504,7 @@ int start_bwrap_proxy(const std::vector<std::string>& allow, std::vector<std::st
         why = errno_text("socketpair");
         return -1;
     }
-    const bool started = start_proxy(allow, {}, pair[0], refusals, why);
+    const bool started = start_proxy(allow, {}, pair[0], refusals, why, how);
     close(pair[0]);
     if (!started) {
         close(pair[1]);
@@ -398,7 +516,7 @@ int start_bwrap_proxy(const std::vector<std::string>& allow, std::vector<std::st
 
 int exec_with_proxy(const std::vector<std::string>& allow, std::vector<std::string> bwrap_argv) {
     std::string why;
-    const int channel = start_bwrap_proxy(allow, bwrap_argv, -1, why);
+    const int channel = start_bwrap_proxy(allow, bwrap_argv, -1, why, ProxyStart::CallersImage);
     if (channel >= 0) {
         // Passed on through bubblewrap (which closes nothing) to the stage, which sends the
         // listeners over it and closes it before the command starts.

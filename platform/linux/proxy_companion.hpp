@@ -2,10 +2,14 @@
 // started by whoever hands the call to its runner, before the command exists, and ended when
 // that process ends.
 //
-// Its life: started through a middle process that ends at once (both clones share the caller's
-// memory until the proxy executes this binary afresh as `dsh-confine __proxy`, so no page table is
-// copied), so it is nobody's child that anyone waits for, in a session of its
-// own (a terminal's or a harness's signal to the caller's process group does not reach it), with
+// Its life, on the exec path (the launcher, the Landlock runner): a clone that shares the
+// caller's memory and does nothing until the caller has executed its next program (the command,
+// or bubblewrap), then keeps the caller's old image alone (ProxyStart::CallersImage), so the
+// caller never waits and nothing starts twice; it is the caller's child with no exit signal, which
+// no wait(2) of the command's without __WALL finds. Under `run`: started through a middle process
+// that ends at once, both clones sharing run's memory until the proxy executes this binary afresh
+// as `dsh-confine __proxy` (ProxyStart::OwnImage), so it is nobody's child. Either way in a session
+// of its own (a terminal's or a harness's signal to the caller's process group does not reach it), with
 // only stderr, its listening sockets and a pidfd of the process that started it. It serves until
 // that process ends: under bubblewrap that process is bubblewrap itself (the plan's launcher,
 // `dsh-confine net-proxy ... -- bwrap ...`, execs it), whose end is the sandbox's end; under
@@ -32,6 +36,15 @@ namespace dsh::proxy {
 // The proxy's port inside bubblewrap's network namespace (nothing else listens there).
 inline constexpr std::uint16_t kSandboxPort = 3128;
 
+// How start_proxy starts the proxy's process. OwnImage: it executes dsh-confine afresh
+// (`__proxy`), for a caller that goes on running (`run`). CallersImage: it is a clone that keeps
+// the caller's image once the caller has executed its next program, for a caller that does so
+// right after (the exec path, the launcher, the Landlock runner): cheaper, but the caller must
+// then execve or end, and makes no other thread or process sharing its memory before that. The
+// proxy is then the command's (or bubblewrap's) child, which no SIGCHLD, wait(2) without __WALL
+// or exit status ever shows. With a refusals socket, always OwnImage.
+enum class ProxyStart { OwnImage, CallersImage };
+
 // Starts the proxy for `allow` (canonical patterns), serving `listen_fds` at once, or, with
 // `channel` >= 0, the listeners that arrive on that socket (SCM_RIGHTS); it lives until this
 // process ends. With `refusals` >= 0 (a seqpacket socket whose peer is `run`), it also sends each
@@ -40,7 +53,7 @@ inline constexpr std::uint16_t kSandboxPort = 3128;
 // or goes. The descriptors stay open here;
 // the caller closes them. false with `why`.
 bool start_proxy(const std::vector<std::string>& allow, const std::vector<int>& listen_fds, int channel, int refusals,
-                 std::string& why);
+                 std::string& why, ProxyStart how = ProxyStart::OwnImage);
 
 // The proxy's own process, `dsh-confine __proxy OWNER CHANNEL REFUSALS LISTENERS -- PATTERN...`
 // as start_proxy executes it (descriptors by number, "-" for none, LISTENERS comma-separated):
@@ -68,7 +81,7 @@ void set_proxy_environment(std::uint16_t port);
 // where the descriptor's number is known). Returns that end (close-on-exec: the caller passes it
 // to bubblewrap alone), or -1 with `why`. `refusals` as for start_proxy.
 int start_bwrap_proxy(const std::vector<std::string>& allow, std::vector<std::string>& bwrap_argv, int refusals,
-                      std::string& why);
+                      std::string& why, ProxyStart how = ProxyStart::OwnImage);
 
 // The launcher of such a plan (`dsh-confine net-proxy`): start_bwrap_proxy, then `bwrap_argv`
 // executed. Returns only on failure, with 125 and the message printed.

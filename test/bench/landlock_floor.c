@@ -24,13 +24,12 @@
  * before it starts the keeper and removes it (rmdir) once the command has ended, as `run` removes its
  * call's area before it answers.
  *
- * With -p, the least a server beside the command costs, the floor of the hosts network's proxy:
- * before the ruleset is built, a loopback TCP listener (port 0) and a pidfd of this process, then
- * a process started as dsh-confine starts its proxy (a clone sharing this memory until it has
- * started another that shares it until its execve, each parent waiting: no page table copied,
- * and the server nobody's child), in a session of its own, executing this program afresh
- * (/proc/self/exe) as a server that holds the listener until the pidfd says this process (by then
- * the command) has ended. The server accepts nothing: its start is the whole cost measured.
+ * With -p, the least a server beside the command costs, the floor of the hosts network's proxy on
+ * the exec path: before the ruleset is built, a loopback TCP listener (port 0) and a pidfd of this
+ * process, then a clone that shares this memory and waits, doing nothing, until this process has
+ * executed the command; it then keeps the old image alone (no page table copied, nothing started
+ * again), in a session of its own, and holds the listener until the command has ended. No exit
+ * signal: the command never hears of it. The server accepts nothing: its start is the whole cost.
  *
  * Built with LANDLOCK_FLOOR_NO_MAIN, it is the Landlock half of stack_floor.cpp. Built with
  * LANDLOCK_FLOOR_HARDENED (landlock_floor_hardened), it also does the two things dsh-confine's
@@ -50,6 +49,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <linux/futex.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -196,49 +196,36 @@ static void supervised(const char* remove, int ruleset, char** argv) {
     _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
 }
 
-// -p's server: holds its listener until the pidfd `owner` is readable (its process has ended).
-static int serve(const char* owner_text) {
-    struct pollfd owner = {atoi(owner_text), POLLIN, 0};
+// -p's server: a clone sharing this process's memory that waits until this process has executed
+// the command (the kernel zeroes `gate`, named with set_tid_address, and wakes it), then keeps the
+// old image alone, in a session of its own, holding the listener until the pidfd `owner` is
+// readable (the command has ended).
+static int gate, owner_fd;
+static char server_stack[65536] __attribute__((aligned(16)));
+
+static int server(void* unused) {
+    (void)unused;
+    while (__atomic_load_n(&gate, __ATOMIC_ACQUIRE) != 0) syscall(SYS_futex, &gate, FUTEX_WAIT, gate, NULL, NULL, 0);
+    setsid();
+    struct pollfd owner = {owner_fd, POLLIN, 0};
     while (poll(&owner, 1, -1) < 0 && errno == EINTR) {
     }
-    return 0;
-}
-
-static char* server_argv[4];
-static char server_stack[2][16384] __attribute__((aligned(16)));
-
-static int server_process(void* unused) {
-    (void)unused;
-    setsid();
-    execv("/proc/self/exe", server_argv);
-    _exit(127);
-}
-
-static int server_middle(void* unused) {
-    (void)unused;
-    clone(server_process, server_stack[1] + sizeof server_stack[1], CLONE_VM | CLONE_VFORK | SIGCHLD, NULL);
     _exit(0);
 }
 
-// -p: the listener, the owner's pidfd (both passed on), the server started; 0 when it runs.
+// -p: the listener and the owner's pidfd (the server's copies stay open), the server started; 0
+// when it was.
 static int start_server(void) {
-    const int listener = socket(AF_INET, SOCK_STREAM, 0);
+    const int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     struct sockaddr_in address = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     if (listener < 0 || bind(listener, (struct sockaddr*)&address, sizeof address) != 0 || listen(listener, 128) != 0)
         return fail("listener");
-    const int owner = (int)syscall(SYS_pidfd_open, getpid(), 0);
-    if (owner < 0) return fail("pidfd_open");
-    static char owner_text[16];
-    snprintf(owner_text, sizeof owner_text, "%d", owner);
-    server_argv[0] = "landlock_floor";
-    server_argv[1] = "--serve";
-    server_argv[2] = owner_text;
-    server_argv[3] = NULL;
-    const pid_t middle = clone(server_middle, server_stack[0] + sizeof server_stack[0], CLONE_VM | CLONE_VFORK | SIGCHLD, NULL);
-    if (middle < 0) return fail("clone");
-    while (waitpid(middle, NULL, 0) < 0 && errno == EINTR) {
-    }
-    close(owner);
+    owner_fd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+    if (owner_fd < 0) return fail("pidfd_open");
+    gate = (int)syscall(SYS_gettid);
+    syscall(SYS_set_tid_address, &gate);
+    if (clone(server, server_stack + sizeof server_stack, CLONE_VM, NULL) < 0) return fail("clone");
+    close(owner_fd);
     close(listener);
     return 0;
 }
@@ -246,7 +233,6 @@ static int start_server(void) {
 int landlock_floor_exec(int argc, char** argv) {
     const char* writable[8];
     int writable_count = 0;
-    if (argc == 3 && strcmp(argv[1], "--serve") == 0) return serve(argv[2]);
     const int supervise = argc > 1 && strcmp(argv[1], "-s") == 0;
     if (supervise) {
         --argc;

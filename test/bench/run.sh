@@ -231,6 +231,8 @@ fi
 runs "$bin" --print --mode read-only -- "$true_bin"
 commands+=(::: chain-exec "$bin" --mode read-only -- "$true_bin"
            ::: print "$bin" --print --mode read-only -- "$true_bin"
+           ::: print-netdeny "$bin" --print --mode read-only --network deny -- "$true_bin"
+           ::: print-hosts "$bin" --print --mode read-only "${allow_hosts[@]}" -- "$true_bin"
            ::: version "$bin" --version)
 echo "temp areas under /tmp/dsh-confine-$(id -u) at start: $(find "/tmp/dsh-confine-$(id -u)" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)"
 echo "timing exec: $rounds rounds of $(count_commands "${commands[@]}") commands, in alternation, at RLIMIT_NOFILE ${limits[*]} ..."
@@ -308,7 +310,7 @@ for name in bare bwrap-direct wrapper-floor wrapper-floor-run stack-wrapper bwra
     wrapper-floor-run-ww bwrap-exec-ww run-bwrap-ww bwrap-direct-netdeny bwrap-exec-netdeny bwrap-exec-hosts landlock-floor landlock-floor-run landlock-floor-server supervised-floor hardened-floor hardened-floor-run stack-floor \
     landlock-runner landlock-exec small-pages run-landlock landlock-floor-ww landlock-floor-run-ww landlock-floor-ww-temp \
     landlock-floor-run-ww-temp landlock-exec-ww landlock-exec-netdeny landlock-exec-hosts \
-    run-landlock-ww chain-exec print version \
+    run-landlock-ww chain-exec print print-netdeny print-hosts version \
     pipe-bare pipe-relay pipe-landlock-exec pipe-landlock-run pipe-bwrap-exec pipe-bwrap-run \
     pipe-bare-merged pipe-landlock-exec-merged pipe-landlock-run-merged pipe-bwrap-exec-merged pipe-bwrap-run-merged; do
     last=$name@${limits[-1]}
@@ -427,6 +429,8 @@ row_net "bwrap exec, 100 --allow-host - the server / deny" bwrap-exec-hosts bwra
 row_net "Landlock exec, 100 --allow-host - the server / deny" landlock-exec-hosts landlock-exec-netdeny landlock-floor-server landlock-floor 1.10
 row "default chain exec / bwrap argv directly" chain-exec bwrap-direct
 row "--print (warm probe cache) / C floor" print landlock-floor 1.25
+# What the 100-pattern list costs the plan alone, with no proxy started: part of the allow-list rows.
+row "--print, 100 --allow-host / --network deny" print-hosts print-netdeny
 row "--version / C floor" version landlock-floor
 tree_rows() {
     local limits=("")  # one run, at the caller's RLIMIT_NOFILE

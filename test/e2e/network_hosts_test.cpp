@@ -261,8 +261,9 @@ std::string canonical(const std::string& path) {
 }
 
 // The proxy's processes of this test's calls: dsh-confine's own image, in a session of its own
-// (the proxy calls setsid; nothing else of dsh-confine's does), with this test's HOME.
-std::vector<pid_t> proxy_processes(const std::string& home) {
+// (the proxy calls setsid; nothing else of dsh-confine's does), with this test's HOME. With
+// `in_own_session` false, every process of dsh-confine's image with this HOME.
+std::vector<pid_t> proxy_processes(const std::string& home, bool in_own_session = true) {
     std::vector<pid_t> out;
     const std::string self = canonical(e2e::binary());
     for (const auto& entry : fs::directory_iterator("/proc")) {
@@ -276,7 +277,7 @@ std::vector<pid_t> proxy_processes(const std::string& home) {
         std::istringstream fields(stat.substr(close + 2));
         std::string state, parent, group, session;
         fields >> state >> parent >> group >> session;
-        if (session != name) continue;
+        if (in_own_session && session != name) continue;
         const std::string environment = read_file(entry.path() / "environ");
         if (!contains(environment, std::string("HOME=") + home + '\0')) continue;
         out.push_back(std::stoi(name));
@@ -285,8 +286,8 @@ std::vector<pid_t> proxy_processes(const std::string& home) {
 }
 
 // The proxy's process once it is one: the command may say it is ready before the proxy has made
-// its own session (under Landlock the listener is bound before the proxy's fork, so the command
-// need not wait for it), so this looks again until one is found or, as a hang guard, 10 s pass.
+// its own session (on the exec path the proxy makes it only once the caller has executed the
+// command), so this looks again until one is found or, as a hang guard, 10 s pass.
 std::vector<pid_t> awaited_proxy_processes(const std::string& home) {
     std::vector<pid_t> found = proxy_processes(home);
     for (int tries = 0; found.empty() && tries < 1000; ++tries) {
@@ -640,6 +641,61 @@ TEST_P(Lifetime, TheProxyEndsWithTheCallAndLeavesNothing) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Linux, Lifetime, ::testing::ValuesIn(e2e::backends_and_callers({"exec", "run", "print", "session"})),
+                         e2e::backend_caller_name);
+
+// On the exec path the proxy's process keeps the caller's image, so under Landlock it is the
+// command's child: one no wait(2) of the command's finds. A command that waits for any child of
+// its own (`wait -n`, waitpid(-1), a supervisor reaping until ECHILD) must see none and go on.
+class ProxyChild : public NetworkHosts {};
+
+TEST_P(ProxyChild, TheCommandsWaitForAnyChildFindsNone) {
+    const std::string script =
+        "import os, sys\n"
+        "print('proxy', os.environ.get('HTTP_PROXY'))\n"
+        "try:\n"
+        "    print('waited', os.waitpid(-1, 0))\n"
+        "except ChildProcessError:\n"
+        "    print('no child')\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    os._exit(7)\n"  // the control: a child of its own is found, with its status
+        "print('own child', os.waitpid(-1, 0) == (pid, 7 << 8))\n";
+    e2e::RunOptions o = options();
+    o.timeoutMs = 60000;  // a wait that found the proxy would block until the call's end: never
+    const e2e::Result result = e2e::run_program(call({"dsh-e2e-child.example"}, {"/usr/bin/python3", "-c", script}), o);
+    ASSERT_EQ(result.status, 0) << result.err;
+    EXPECT_NE(proxy_port(result.out), 0) << result.out;
+    EXPECT_TRUE(contains(result.out, "\nno child\n")) << result.out;
+    EXPECT_TRUE(contains(result.out, "own child True")) << result.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Linux, ProxyChild, ::testing::ValuesIn(e2e::backends_and_callers({"exec", "print", "run"})),
+                         e2e::backend_caller_name);
+
+// A printed plan whose runner fails after it has started the proxy (the command was removed in
+// between, so the runner reaches it and ends with 127): the proxy ends with the runner, and no
+// process of it stays behind.
+class FailedRunner : public NetworkHosts {};
+
+TEST_P(FailedRunner, TheProxyEndsWithARunnerThatCouldNotStartTheCommand) {
+    const std::string program = base / "gone";
+    ASSERT_EQ(e2e::run_program({"/usr/bin/install", "-m", "0755", "/bin/true", program}).status, 0);
+    const std::vector<std::string> argv = call({"dsh-e2e-failed.example"}, {program});
+    ASSERT_EQ(unlink(program.c_str()), 0);
+    const e2e::Result result = e2e::run_program(argv, options());
+    EXPECT_EQ(result.status, 127) << result.err;
+    EXPECT_TRUE(contains(result.err, "COMMAND_NOT_FOUND")) << result.err;
+    // Any process of dsh-confine's for this HOME, in a session of its own or not yet (one still
+    // waiting for the runner's execve would not have made its session).
+    std::vector<pid_t> left = proxy_processes(home.path(), false);
+    for (int tries = 0; !left.empty() && tries < 1000; ++tries) {  // it ends at its own pace: 10 s as a hang guard
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        left = proxy_processes(home.path(), false);
+    }
+    EXPECT_TRUE(left.empty()) << "a proxy outlived the runner that failed: pid " << left.front();
+}
+
+INSTANTIATE_TEST_SUITE_P(Linux, FailedRunner, ::testing::ValuesIn(e2e::backends_and_callers({"print"})),
                          e2e::backend_caller_name);
 
 // The caller killed with SIGKILL mid-call (on the exec path, bubblewrap itself, or under Landlock
