@@ -23,6 +23,7 @@
 
 #include "../../lib/host_pattern.hpp"
 #include "../posix/process.hpp"
+#include "raw_syscall.hpp"
 #include "proxy.hpp"
 
 #ifndef SYS_pidfd_open
@@ -211,49 +212,76 @@ int serve(const Serving& serving) {
 
 // The second way in (ProxyStart::CallersImage), for a caller that executes its next program
 // (the command, or bubblewrap) right after: the proxy's process is a clone that shares the
-// caller's memory and waits, doing nothing, until the caller has executed that program (or
-// ended). The kernel then leaves the caller's old image to the clone alone, already started up:
+// caller's memory and waits, running no code of the caller's, until the caller has executed that
+// program. The kernel then leaves the caller's old image to the clone alone, already started up:
 // no page table copied, no second start-up of dsh-confine, and the caller never waits.
 struct Beside {
     std::vector<std::string> allow;  // parsed by the proxy, once the caller has gone on
     Serving serving;
     std::vector<int> keep;  // in ascending order
     int null = -1;
+    long caller = 0;  // the caller's pid
     // The futex word the caller names with set_tid_address: the kernel zeroes it, and wakes its
     // waiter, when the caller's memory stops being the caller's (its execve, or its end).
     int gate = 0;
 };
 
-int proxy_beside(void* arg) {
-    auto* b = static_cast<Beside*>(arg);
-    // Nothing but this wait until the word is zero: until then the caller runs in this memory.
-    while (__atomic_load_n(&b->gate, __ATOMIC_ACQUIRE) != 0)
-        syscall(SYS_futex, &b->gate, FUTEX_WAIT, b->gate, nullptr, nullptr, 0);
-    // This memory is the proxy's alone from here on.
-    setsid();
-    if (chdir("/") != 0 || dup2(b->null, 0) < 0 || dup2(b->null, 1) < 0) _exit(1);
+// Set by the caller right before its execve (arm_for_exec), cleared if the execve returned: the
+// clone serves only an image its caller left by execve, with nothing of the C library's held
+// half-changed. A caller that ended otherwise (a failed runner, a signal) may have left its heap
+// or environment locked mid-change: the clone then ends without running any of it.
+int exec_armed = 0;
+
+using linux_sys::call_with;
+
+// The proxy once the gate is open and the caller left by execve: this memory is its alone.
+[[gnu::noinline]] void serve_beside(Beside* b) {
+    if (chdir("/") != 0 || dup2(b->null, 0) < 0 || dup2(b->null, 1) < 0) call_with(SYS_exit_group, 1);
     int from = 3;
     for (int fd : b->keep) {
         if (fd < from) continue;
-        if (fd > from) syscall(SYS_close_range, from, fd - 1, 0);
+        if (fd > from) call_with(SYS_close_range, from, fd - 1, 0);
         from = fd + 1;
     }
-    syscall(SYS_close_range, from, ~0U, 0);
-    // The caller's handlers are the caller's business: the defaults, as after an execve.
+    call_with(SYS_close_range, from, ~0U, 0);
+    // The caller's handlers are the caller's business: the defaults, as after an execve. A signal
+    // that reached the caller's process group before the setsid below, held pending since, is
+    // not the proxy's: ignoring it discards it.
+    sigset_t pending;
+    sigpending(&pending);
     for (int sig = 1; sig < NSIG; ++sig) {
         struct sigaction was {};
-        if (sigaction(sig, nullptr, &was) != 0) continue;
+        if (sig == SIGKILL || sig == SIGSTOP || sigaction(sig, nullptr, &was) != 0) continue;
         const bool handled = (was.sa_flags & SA_SIGINFO) != 0 ? was.sa_sigaction != nullptr
                                                               : was.sa_handler != SIG_DFL && was.sa_handler != SIG_IGN;
-        if (handled) signal(sig, SIG_DFL);
+        const bool ignored = (was.sa_flags & SA_SIGINFO) == 0 && was.sa_handler == SIG_IGN;
+        if (sigismember(&pending, sig) == 1) signal(sig, SIG_IGN);
+        if (handled || (sigismember(&pending, sig) == 1 && !ignored)) signal(sig, SIG_DFL);
     }
-    // Until setsid above it was in the caller's process group: a terminal's or a harness's signal
-    // to that group, held pending while blocked, is not the proxy's. Ignoring discards it.
-    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) signal(sig, SIG_IGN);
     setenv("LOCALDOMAIN", "", 1);  // as start_proxy's other way (it says why)
     for (const auto& text : b->allow)
         if (auto pattern = parse_host_pattern(text)) b->serving.allow.push_back(*pattern);
-    _exit(serve(b->serving));
+    // exit_group itself, not _exit: this stack is none the C library or a sanitizer knows of.
+    call_with(SYS_exit_group, serve(b->serving));
+}
+
+// The clone's entry: raw system calls only, on its own stack, until the gate opens (no C library
+// state of the caller's is touched, no errno written, nothing instrumented).
+__attribute__((no_sanitize("address"))) int proxy_beside(void* arg) {
+    auto* b = static_cast<Beside*>(arg);
+    // First, before anyone can know its pid: a session of its own (so the command, its parent
+    // once the caller has executed it, can no longer move it between process groups), and death
+    // with the caller, for a caller that ends leaving the gate closed (one that dumps core).
+    call_with(SYS_setsid);
+    call_with(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    if (call_with(SYS_getppid) != b->caller) call_with(SYS_exit_group, 0);
+    for (int seen; (seen = __atomic_load_n(&b->gate, __ATOMIC_ACQUIRE)) != 0;)
+        call_with(SYS_futex, &b->gate, FUTEX_WAIT, seen, nullptr, nullptr, 0);
+    if (__atomic_load_n(&exec_armed, __ATOMIC_ACQUIRE) == 0) call_with(SYS_exit_group, 0);
+    // The owner's pidfd governs from here (a command whose first thread ends early keeps its proxy).
+    call_with(SYS_prctl, PR_SET_PDEATHSIG, 0, 0, 0, 0);
+    serve_beside(b);
+    return 0;
 }
 
 // The proxy's stack in the caller's image: a thread's (the proxy runs on it), with a guard page.
@@ -276,6 +304,7 @@ bool start_beside(const std::vector<std::string>& allow, const std::vector<int>&
     if (channel >= 0) b->keep.push_back(channel);
     std::sort(b->keep.begin(), b->keep.end());
     b->null = open("/dev/null", O_RDWR | O_CLOEXEC);
+    b->caller = getpid();
     void* stack = mmap(nullptr, kBesideStack + kGuard, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE,
                        -1, 0);
     if (b->null < 0 || stack == MAP_FAILED) {
@@ -381,6 +410,10 @@ bool start_proxy(const std::vector<std::string>& allow, const std::vector<int>& 
     }
     return true;
 }
+
+void arm_for_exec() noexcept { __atomic_store_n(&exec_armed, 1, __ATOMIC_RELEASE); }
+
+void disarm_after_exec() noexcept { __atomic_store_n(&exec_armed, 0, __ATOMIC_RELEASE); }
 
 int serve_proxy(int argc, char** argv) {
     const auto usage = [](const std::string& message) {
@@ -521,7 +554,12 @@ int exec_with_proxy(const std::vector<std::string>& allow, std::vector<std::stri
         // Passed on through bubblewrap (which closes nothing) to the stage, which sends the
         // listeners over it and closes it before the command starts.
         fcntl(channel, F_SETFD, 0);
-        posix::exec_argv(bwrap_argv.front(), bwrap_argv);
+        std::vector<char*> args;
+        for (auto& word : bwrap_argv) args.push_back(word.data());
+        args.push_back(nullptr);
+        arm_for_exec();
+        execv(args.front(), args.data());
+        disarm_after_exec();
         why = errno_text("cannot execute " + bwrap_argv.front());
     }
     std::fprintf(stderr, "dsh-confine: error: PROXY: %s\n", why.c_str());

@@ -3,8 +3,9 @@
 // that process ends.
 //
 // Its life, on the exec path (the launcher, the Landlock runner): a clone that shares the
-// caller's memory and does nothing until the caller has executed its next program (the command,
-// or bubblewrap), then keeps the caller's old image alone (ProxyStart::CallersImage), so the
+// caller's memory and runs none of the caller's code until the caller has executed its next
+// program (the command, or bubblewrap; a caller that ends otherwise, it follows at once), then
+// keeps the caller's old image alone (ProxyStart::CallersImage), so the
 // caller never waits and nothing starts twice; it is the caller's child with no exit signal, which
 // no wait(2) of the command's without __WALL finds. Under `run`: started through a middle process
 // that ends at once, both clones sharing run's memory until the proxy executes this binary afresh
@@ -44,6 +45,13 @@ inline constexpr std::uint16_t kSandboxPort = 3128;
 // proxy is then the command's (or bubblewrap's) child, which no SIGCHLD, wait(2) without __WALL
 // or exit status ever shows. With a refusals socket, always OwnImage.
 enum class ProxyStart { OwnImage, CallersImage };
+
+// A caller that started the proxy with ProxyStart::CallersImage calls arm_for_exec right before
+// its execve, with nothing allocated or locked after it (only system calls), and
+// disarm_after_exec if the execve returned: the proxy then serves only once the caller has left
+// its image by execve, and ends at once if the caller ended any other way. Harmless elsewhere.
+void arm_for_exec() noexcept;
+void disarm_after_exec() noexcept;
 
 // Starts the proxy for `allow` (canonical patterns), serving `listen_fds` at once, or, with
 // `channel` >= 0, the listeners that arrive on that socket (SCM_RIGHTS); it lives until this

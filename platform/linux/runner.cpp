@@ -19,6 +19,7 @@
 
 #include "../posix/process.hpp"
 #include "landlock_abi.hpp"
+#include "proxy_companion.hpp"
 #include "raw_syscall.hpp"
 
 #ifndef PR_CAP_AMBIENT
@@ -249,7 +250,9 @@ int Launch::run() const noexcept {
         if (std::find(keep_.begin(), keep_.end(), statusFd_) == keep_.end()) call_with(SYS_fcntl, statusFd_, F_SETFD, FD_CLOEXEC);
         call_with(SYS_write, statusFd_, "S", 1);
     }
+    proxy::arm_for_exec();  // a proxy kept in this image serves once it is left (proxy_companion.hpp)
     const long error = -call_with(SYS_execve, program_.c_str(), argv_.data(), environ);
+    proxy::disarm_after_exec();
     if (statusFd_ >= 0) call_with(SYS_write, statusFd_, "F", 1);
     say({"dsh-confine: error: COMMAND_NOT_EXECUTABLE: ", argv_.front(), ": ", error_text(error), "\n"});
     return error == ENOENT ? 127 : 126;
