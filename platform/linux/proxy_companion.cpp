@@ -285,7 +285,7 @@ __attribute__((no_sanitize("address"))) int proxy_beside(void* arg) {
 }
 
 // The proxy's stack in the caller's image: a thread's (the proxy runs on it), with a guard page.
-constexpr std::size_t kBesideStack = 8 * 1024 * 1024;
+constexpr std::size_t kBesideStack = std::size_t{8} * 1024 * 1024;
 constexpr std::size_t kGuard = 4096;
 
 bool start_beside(const std::vector<std::string>& allow, const std::vector<int>& listen_fds, int channel, int owner,
@@ -332,7 +332,7 @@ bool start_beside(const std::vector<std::string>& allow, const std::vector<int>&
     return true;
 }
 
-constexpr std::size_t kLaunchStack = 64 * 1024;  // each clone's stack; they call nothing deep
+constexpr std::size_t kLaunchStack = std::size_t{64} * 1024;  // each clone's stack; they call nothing deep
 
 }  // namespace
 
@@ -555,6 +555,7 @@ int exec_with_proxy(const std::vector<std::string>& allow, std::vector<std::stri
         // listeners over it and closes it before the command starts.
         fcntl(channel, F_SETFD, 0);
         std::vector<char*> args;
+        args.reserve(bwrap_argv.size() + 1);
         for (auto& word : bwrap_argv) args.push_back(word.data());
         args.push_back(nullptr);
         arm_for_exec();
