@@ -85,6 +85,17 @@ bool parse_fd(const char* text, int& fd) {
 
 std::string fd_text(int fd) { return fd < 0 ? "-" : std::to_string(fd); }
 
+// Closes every descriptor above 2 but those in `keep` (ascending).
+void close_all_but(const std::vector<int>& keep) noexcept {
+    int from = 3;
+    for (int fd : keep) {
+        if (fd < from) continue;
+        if (fd > from) linux_sys::call_with(SYS_close_range, from, fd - 1, 0);
+        from = fd + 1;
+    }
+    linux_sys::call_with(SYS_close_range, from, ~0U, 0);
+}
+
 // What the proxy's launch needs, all of it made before the first clone: the two clones below
 // share this process's memory (CLONE_VM, as posix_spawn's child does) and make only system calls
 // in it, while the process that cloned each waits (CLONE_VFORK). No page table is copied, which
@@ -116,14 +127,9 @@ int launch_proxy(void* arg) {
     if (setsid() < 0) failed("setsid");
     if (chdir("/") != 0) failed("chdir /");
     if (dup2(l->null, 0) < 0 || dup2(l->null, 1) < 0) failed("dup2 /dev/null");
-    int from = 3;
-    for (int fd : l->keep) {
-        if (fd < from) continue;
-        if (fd > from) syscall(SYS_close_range, from, fd - 1, 0);
+    for (int fd : l->keep)
         if (fcntl(fd, F_SETFD, 0) != 0) failed("fcntl (a kept descriptor)");
-        from = fd + 1;
-    }
-    syscall(SYS_close_range, from, ~0U, 0);
+    close_all_but(l->keep);
     // The binary this process runs, by the kernel's own reference to it: no path is walked, so
     // no directory anyone could write is in the way, and a binary replaced on disk since (an
     // upgrade) does not change what runs.
@@ -237,13 +243,7 @@ using linux_sys::call_with;
 // The proxy once the gate is open and the caller left by execve: this memory is its alone.
 [[gnu::noinline]] void serve_beside(Beside* b) {
     if (chdir("/") != 0 || dup2(b->null, 0) < 0 || dup2(b->null, 1) < 0) call_with(SYS_exit_group, 1);
-    int from = 3;
-    for (int fd : b->keep) {
-        if (fd < from) continue;
-        if (fd > from) call_with(SYS_close_range, from, fd - 1, 0);
-        from = fd + 1;
-    }
-    call_with(SYS_close_range, from, ~0U, 0);
+    close_all_but(b->keep);
     // The caller's handlers are the caller's business: the defaults, as after an execve. A signal
     // that reached the caller's process group before the setsid below, held pending since, is
     // not the proxy's: ignoring it discards it.
@@ -309,6 +309,8 @@ bool start_beside(const std::vector<std::string>& allow, const std::vector<int>&
                        -1, 0);
     if (b->null < 0 || stack == MAP_FAILED) {
         why = errno_text(b->null < 0 ? "open /dev/null (the proxy's stdin)" : "mmap (the proxy's stack)");
+        if (b->null >= 0) close(b->null);
+        if (stack != MAP_FAILED) munmap(stack, kBesideStack + kGuard);
         return false;
     }
     mprotect(stack, kGuard, PROT_NONE);
@@ -325,6 +327,7 @@ bool start_beside(const std::vector<std::string>& allow, const std::vector<int>&
     pthread_sigmask(SIG_SETMASK, &was, nullptr);
     close(b->null);  // the clone has its own copy, as of every descriptor open now
     if (proxy < 0) {
+        munmap(stack, kBesideStack + kGuard);
         errno = clone_errno;
         why = errno_text("clone (the proxy)");
         return false;
@@ -361,10 +364,8 @@ bool start_proxy(const std::vector<std::string>& allow, const std::vector<int>& 
     for (char** e = environ; e != nullptr && *e != nullptr; ++e)
         if (std::strncmp(*e, "LOCALDOMAIN=", 12) != 0) l.environment.emplace_back(*e);
     l.environment.emplace_back("LOCALDOMAIN=");
-    for (auto& word : l.words) l.argv.push_back(word.data());
-    l.argv.push_back(nullptr);
-    for (auto& entry : l.environment) l.envp.push_back(entry.data());
-    l.envp.push_back(nullptr);
+    l.argv = posix::c_argv(l.words);
+    l.envp = posix::c_argv(l.environment);
     l.keep = listen_fds;
     l.keep.push_back(owner);
     if (channel >= 0) l.keep.push_back(channel);
@@ -554,10 +555,7 @@ int exec_with_proxy(const std::vector<std::string>& allow, std::vector<std::stri
         // Passed on through bubblewrap (which closes nothing) to the stage, which sends the
         // listeners over it and closes it before the command starts.
         fcntl(channel, F_SETFD, 0);
-        std::vector<char*> args;
-        args.reserve(bwrap_argv.size() + 1);
-        for (auto& word : bwrap_argv) args.push_back(word.data());
-        args.push_back(nullptr);
+        const std::vector<char*> args = posix::c_argv(bwrap_argv);
         arm_for_exec();
         execv(args.front(), args.data());
         disarm_after_exec();

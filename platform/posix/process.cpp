@@ -37,14 +37,6 @@ bool exists(const std::string& path) {
     return stat(path.c_str(), &st) == 0;
 }
 
-std::vector<char*> c_argv(const std::vector<std::string>& argv) {
-    std::vector<char*> out;
-    out.reserve(argv.size() + 1);
-    for (const auto& arg : argv) out.push_back(const_cast<char*>(arg.c_str()));
-    out.push_back(nullptr);
-    return out;
-}
-
 // Each PATH entry in turn, as execvp searches them.
 ProgramLookup search_path(const std::string& name, const std::string& search) {
     ProgramLookup not_executable{Lookup::NotFound, name};
@@ -66,6 +58,14 @@ ProgramLookup search_path(const std::string& name, const std::string& search) {
 }
 
 }  // namespace
+
+std::vector<char*> c_argv(const std::vector<std::string>& argv) {
+    std::vector<char*> out;
+    out.reserve(argv.size() + 1);
+    for (const auto& arg : argv) out.push_back(const_cast<char*>(arg.c_str()));
+    out.push_back(nullptr);
+    return out;
+}
 
 ProgramLookup resolve_program(const std::string& name) {
     if (name.empty()) return {Lookup::NotFound, name};

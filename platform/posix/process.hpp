@@ -21,6 +21,9 @@ struct ProgramLookup {
 // answer (a call plans and prepares its runner in one process; process.cpp says why).
 ProgramLookup resolve_program(const std::string& name);
 
+// `argv` as execve takes it: pointers into the strings, then a null pointer.
+std::vector<char*> c_argv(const std::vector<std::string>& argv);
+
 // Replaces the process. Returns only on failure, with errno set.
 void exec_argv(const std::string& path, const std::vector<std::string>& argv);
 
