@@ -29,7 +29,6 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
-#include <boost/asio/read_until.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/http/chunk_encode.hpp>
@@ -240,6 +239,8 @@ private:
 
     // Relays
     template <class Then>
+    void read_head(tcp::socket& socket, std::string& buffer, Then then);
+    template <class Then>
     void read_some(tcp::socket& socket, std::string& into, Then then);
     template <class Then>
     void write(tcp::socket& socket, std::string& buffer, std::string data, Then then);
@@ -372,12 +373,25 @@ void Connection::read_first() {
 
 // ---- HTTP ----
 
+// A head ends at its first empty line, which must come within headerLimit bytes (not_found
+// otherwise). It is looked for in what the buffer holds and then in what the peer sends.
+// asio::async_read_until over a dynamic buffer capped at headerLimit is not used: given a buffer
+// already longer than the cap (a head and the body after it, read at once), it cuts the buffer to
+// the cap and the rest of the body is lost.
+template <class Then>
+void Connection::read_head(tcp::socket& socket, std::string& buffer, Then then) {
+    constexpr std::string_view kEnd = "\r\n\r\n";
+    const std::string_view held = std::string_view(buffer).substr(0, options_.headerLimit);
+    if (const std::size_t at = held.find(kEnd); at != std::string_view::npos) return then(error_code{}, at + kEnd.size());
+    if (held.size() == options_.headerLimit) return then(make_error_code(asio::error::not_found), 0);
+    read_some(socket, buffer, [this, &socket, &buffer, then = std::move(then)](const error_code& ec) mutable {
+        if (ec) return then(ec, 0);
+        read_head(socket, buffer, std::move(then));
+    });
+}
+
 void Connection::read_request_head() {
-    asio::async_read_until(client_, asio::dynamic_buffer(in_, options_.headerLimit), "\r\n\r\n",
-                           [self = shared_from_this()](const error_code& ec, std::size_t size) {
-                               if (self->closed_) return;
-                               self->on_request_head(ec, size);
-                           });
+    read_head(client_, in_, [this](const error_code& ec, std::size_t size) { on_request_head(ec, size); });
 }
 
 void Connection::on_request_head(const error_code& ec, std::size_t size) {
@@ -472,11 +486,7 @@ void Connection::request_body_done(const error_code& ec) {
 }
 
 void Connection::read_response_head() {
-    asio::async_read_until(upstream_, asio::dynamic_buffer(upIn_, options_.headerLimit), "\r\n\r\n",
-                           [self = shared_from_this()](const error_code& ec, std::size_t size) {
-                               if (self->closed_) return;
-                               self->on_response_head(ec, size);
-                           });
+    read_head(upstream_, upIn_, [this](const error_code& ec, std::size_t size) { on_response_head(ec, size); });
 }
 
 void Connection::upstream_failed(const std::string& text) {

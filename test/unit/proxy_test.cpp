@@ -12,6 +12,7 @@
 #include <utility>
 #include <map>
 #include <mutex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -674,6 +675,35 @@ TEST(Proxy, ChunkSizeLineThatNeverEndsIsBounded) {
     for (int i = 0; i < 64; ++i)
         if (!send_all(client, piece)) break;  // the proxy ended it already
     EXPECT_TRUE(ended_by_proxy(client));
+    ::close(client);
+    EXPECT_EQ(proxy.stop(), 0);
+}
+
+TEST(Proxy, ABodyReadWithItsHeadIsRelayedWholeWhateverTheHeadLimit) {
+    // The head and a body longer than the head limit, sent at once: the proxy's first read takes
+    // both, and what lies beyond the limit is body, not head, and must reach the origin.
+    Origin origin(AF_INET, serve_http);
+    ProxyOptions options = allowing({"allowed.test"});
+    options.headerLimit = 1024;
+    RunningProxy proxy(std::move(options));
+    const std::string base = "http://" + at("allowed.test", origin.port());
+    const int client = proxy.client();
+    std::string buffered;
+    std::string body(32 << 10, '\0');
+    for (std::size_t i = 0; i < body.size(); ++i) body[i] = static_cast<char>('a' + i % 26);
+    ASSERT_TRUE(send_all(client, "POST " + base + "/echo HTTP/1.1\r\nContent-Length: " + std::to_string(body.size()) +
+                                     "\r\n\r\n" + body));
+    HttpReply reply = read_response(client, buffered);
+    EXPECT_EQ(reply.status, 200u);
+    EXPECT_TRUE(reply.body == body) << reply.body.size() << " bytes back";
+    // The same body chunked, in one chunk.
+    std::ostringstream size;
+    size << std::hex << body.size();
+    ASSERT_TRUE(send_all(client, "POST " + base + "/echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n" + size.str() +
+                                     "\r\n" + body + "\r\n0\r\n\r\n"));
+    reply = read_response(client, buffered);
+    EXPECT_EQ(reply.status, 200u);
+    EXPECT_TRUE(reply.body == body) << reply.body.size() << " bytes back";
     ::close(client);
     EXPECT_EQ(proxy.stop(), 0);
 }
