@@ -4,12 +4,15 @@
 // with status 125. stdout carries only the product (plan, policy, verdict, report).
 #include "app.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <unordered_set>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -59,26 +62,40 @@ CommandLine split_at_dashes(int argc, char** argv) {
 // command line (which suggests the options it could have meant), come from a build of them all.
 class Named {
 public:
-    explicit Named(const CommandLine* line) : line_(line) {}  // null: everything
-    bool operator()(std::string_view name) const {
-        if (line_ == nullptr) return true;
-        for (std::size_t i = 1; i < line_->front.size(); ++i) {
-            const std::string_view word = line_->front[i];
-            if (word.substr(0, name.size()) == name && (word.size() == name.size() || word[name.size()] == '=')) return true;
+    explicit Named(const CommandLine* line) : everything_(line == nullptr) {  // null: everything
+        if (everything_) return;
+        // Each word once, each option's looked up in them: a line of many words (a long
+        // allow-list) is not scanned again for every option there is.
+        names_.reserve(line->front.size());
+        for (std::size_t i = 1; i < line->front.size(); ++i) {
+            const std::string_view word = line->front[i];
+            names_.insert(word.substr(0, word.find('=')));
         }
-        return false;
     }
-    bool everything() const { return line_ == nullptr; }
+    bool operator()(std::string_view name) const { return everything_ || names_.count(name) != 0; }
+    bool everything() const { return everything_; }
 
 private:
-    const CommandLine* line_;
+    bool everything_;
+    std::unordered_set<std::string_view> names_;  // the words before `--`, each up to its first '='
 };
+
+// A repeatable option takes one value each time it is given, as its help says: `--deny-read
+// /etc cat /etc/passwd` runs cat. CLI11 lets a vector option go on taking words up to the next
+// option, which would take a PROGRAM that follows without `--` for more values (and costs a
+// lookup of every word it takes; docs/performance.md).
+CLI::Option* once_each(CLI::Option* option) {
+    return option->expected(1)->allow_extra_args(false)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+}
 
 // The policy options NAMED names (all of them for help and messages), in the order help lists them.
 std::vector<CLI::Option*> add_policy_options(CLI::App& app, PolicyOptions& options, bool with_backend, const Named& named) {
     std::vector<CLI::Option*> added;
     const auto text = [&](const char* name, auto& value, const char* description) {
-        if (named(name)) added.push_back(app.add_option(name, value, description)->check(kNonEmpty));
+        if (!named(name)) return;
+        CLI::Option* option = app.add_option(name, value, description)->check(kNonEmpty);
+        if constexpr (!std::is_same_v<std::decay_t<decltype(value)>, std::string>) once_each(option);
+        added.push_back(option);
     };
     const auto flag = [&](const char* name, bool& value, const char* description) {
         if (named(name)) added.push_back(app.add_flag(name, value, description));
@@ -100,9 +117,9 @@ std::vector<CLI::Option*> add_policy_options(CLI::App& app, PolicyOptions& optio
         text("--backend", options.backend, "force one backend, no chain (bwrap, landlock, ...)");
         flag("--require-full", options.requireFull, "refuse a plan whose enforcement is partial");
         if (named("--keep-fd"))
-            added.push_back(app.add_option("--keep-fd", options.keepFds,
-                                           "pass descriptor N (above 2) on to the command; every other one is closed (repeatable)")
-                                ->check(CLI::Range(3, 1 << 30)));
+            added.push_back(once_each(app.add_option("--keep-fd", options.keepFds,
+                                                     "pass descriptor N (above 2) on to the command; every other one is closed (repeatable)")
+                                          ->check(CLI::Range(3, 1 << 30))));
     }
     return added;
 }
@@ -286,8 +303,8 @@ void add_subcommands(CLI::App& app, Subcommands& c, const Named& wanted, const N
             c.run->add_option("--kill-after", c.runOwn.killAfter, "SIGKILL the tree DURATION after its SIGTERM (default 5s)")
                 ->check(kNonEmpty);
         if (options("--limit"))
-            c.run->add_option("--limit", c.runOwn.limits,
-                              "NAME=VALUE: memory=SIZE, pids=N, cpu=DURATION, fsize=SIZE (SIZE: 512M, 2G, ...; repeatable)")
+            once_each(c.run->add_option("--limit", c.runOwn.limits,
+                                        "NAME=VALUE: memory=SIZE, pids=N, cpu=DURATION, fsize=SIZE (SIZE: 512M, 2G, ...; repeatable)"))
                 ->check(kNonEmpty);
         c.run->prefix_command();
         c.run->footer("\nExamples:\n  dsh-confine run --mode workspace-write --workspace-root \"$PWD\" --report report.json -- npm test\n"
@@ -327,8 +344,8 @@ void add_subcommands(CLI::App& app, Subcommands& c, const Named& wanted, const N
         c.start = c.session->add_subcommand("start", "start session ID with its immutable cwd");
         c.start->add_option("ID", c.sessionId, "letters, digits, '.', '_', '-'; at most 128")->required();
         c.start->add_option("--cwd", c.sessionArg, "the session's cwd (absolute); stored canonical, never changed")->required();
-        c.start->add_option("--writable-root", c.sessionRoots,
-                            "DIR writable beside the cwd in workspace-write (absolute; repeatable; never changed)")
+        once_each(c.start->add_option("--writable-root", c.sessionRoots,
+                                      "DIR writable beside the cwd in workspace-write (absolute; repeatable; never changed)"))
             ->check(kNonEmpty);
         c.start->footer("\nExamples:\n  dsh-confine session start s1 --cwd \"$PWD\"\n"
                           "  dsh-confine session start \"agent-$(date +%s)\" --cwd /srv/checkout\n"
@@ -364,8 +381,8 @@ void add_subcommands(CLI::App& app, Subcommands& c, const Named& wanted, const N
         c.landlock->add_option("--workspace-root-id", c.ll.workspaceRootId, "DEV:INO the workspace root must still have");
         c.landlock->add_option("--temp-dir", c.ll.tempDir, "a session's private temp directory (writable, kept)");
         c.landlock->add_option("--temp-dir-id", c.ll.tempDirId, "DEV:INO the temp directory must still have");
-        c.landlock->add_option("--keep-fd", c.ll.keepFds, "pass descriptor N on to the command (repeatable)");
-        c.landlock->add_option("--writable-root", c.ll.writableRoots, "[DEV:INO@]PATH writable beside the workspace (repeatable)");
+        once_each(c.landlock->add_option("--keep-fd", c.ll.keepFds, "pass descriptor N on to the command (repeatable)"));
+        once_each(c.landlock->add_option("--writable-root", c.ll.writableRoots, "[DEV:INO@]PATH writable beside the workspace (repeatable)"));
         c.landlock->add_option_function<std::string>(
             "--network", [&c](const std::string& value) {
                 if (value != "allow" && value != "deny" && value != "hosts")
@@ -373,7 +390,7 @@ void add_subcommands(CLI::App& app, Subcommands& c, const Named& wanted, const N
                 c.ll.denyNetwork = value == "deny";
                 c.ll.hostsNetwork = value == "hosts";
             }, "allow, deny or hosts");
-        c.landlock->add_option("--allow-host", c.ll.allowHosts, "with --network hosts: a host pattern the proxy allows (repeatable)");
+        once_each(c.landlock->add_option("--allow-host", c.ll.allowHosts, "with --network hosts: a host pattern the proxy allows (repeatable)"));
         c.landlock->add_option("--private-temp-base", c.ll.privateTempBase,
                                  "create a per-call temp directory here, removed when the command ends");
         c.landlock->add_option("--status-fd", c.ll.statusFd, "write 'S' just before exec, 'F' on failure, to fd N");
@@ -390,18 +407,18 @@ void add_subcommands(CLI::App& app, Subcommands& c, const Named& wanted, const N
         // Run by bubblewrap inside the sandbox (platform/linux/bwrap_stage.hpp): not typed by hand.
         c.stage = app.add_subcommand("bwrap-stage", "");
         c.stage->group("");
-        c.stage->add_option("--root", c.bs.roots, "DEV:INO@PATH: a writable root staged by bubblewrap");
+        once_each(c.stage->add_option("--root", c.bs.roots, "DEV:INO@PATH: a writable root staged by bubblewrap"));
         c.stage->add_option("--temp-bind", c.bs.tempBind, "DEV:INO@PATH: the session's temp area");
         c.stage->add_option("--temp-tmpfs", c.bs.tempTmpfs, "DEV:INO@PATH: a private tmpfs over PATH as the temp area");
         c.stage->add_option("--chdir", c.bs.chdir, "where the command runs")->required();
         c.stage->add_option("--status-fd", c.bs.statusFd, "write 'S' just before exec, 'F' on failure, to fd N");
-        c.stage->add_option("--keep-fd", c.bs.keepFds, "pass descriptor N on to the command (repeatable)");
-        c.stage->add_option("--protect", c.bs.protect, "PATH inside a root kept read-only (repeatable)");
-        c.stage->add_option("--protect-dir", c.bs.protectDirs, "PATH kept read-only, made an empty directory first (repeatable)");
-        c.stage->add_option("--protect-file", c.bs.protectFiles, "PATH kept read-only, made an empty file first (repeatable)");
-        c.stage->add_option("--pin", c.bs.pin, "PATH inside a root kept in place, writable (repeatable)");
-        c.stage->add_option("--git-check", c.bs.gitCheck, "GITDIR whose validity is restored when the call ends (repeatable)");
-        c.stage->add_option("--hide", c.bs.hide, "PATH made unreadable (repeatable)");
+        once_each(c.stage->add_option("--keep-fd", c.bs.keepFds, "pass descriptor N on to the command (repeatable)"));
+        once_each(c.stage->add_option("--protect", c.bs.protect, "PATH inside a root kept read-only (repeatable)"));
+        once_each(c.stage->add_option("--protect-dir", c.bs.protectDirs, "PATH kept read-only, made an empty directory first (repeatable)"));
+        once_each(c.stage->add_option("--protect-file", c.bs.protectFiles, "PATH kept read-only, made an empty file first (repeatable)"));
+        once_each(c.stage->add_option("--pin", c.bs.pin, "PATH inside a root kept in place, writable (repeatable)"));
+        once_each(c.stage->add_option("--git-check", c.bs.gitCheck, "GITDIR whose validity is restored when the call ends (repeatable)"));
+        once_each(c.stage->add_option("--hide", c.bs.hide, "PATH made unreadable (repeatable)"));
         c.stage->add_option_function<std::string>(
             "--network", [&c](const std::string& value) {
                 if (value != "allow" && value != "deny" && value != "hosts")
@@ -421,7 +438,7 @@ void add_subcommands(CLI::App& app, Subcommands& c, const Named& wanted, const N
         c.token->add_option("--workspace-root", c.rt.workspaceRoot)->required();
         c.token->add_option("--temp-dir", c.rt.tempDir);
         c.token->add_option("--private-temp-base", c.rt.privateTempBase);
-        c.token->add_option("--protect", c.rt.protectedPaths, "dsh-confine's own files inside the workspace (repeatable)");
+        once_each(c.token->add_option("--protect", c.rt.protectedPaths, "dsh-confine's own files inside the workspace (repeatable)"));
         c.token->prefix_command();
         c.token->footer("\nA printed restricted-token plan calls this on Windows; elsewhere it fails with 125.\n"
                           "Examples:\n  dsh-confine restricted-token-exec --mode workspace-write --workspace-root C:\\src\\app -- cmd /c build.bat\n"
@@ -432,7 +449,7 @@ void add_subcommands(CLI::App& app, Subcommands& c, const Named& wanted, const N
         // outside the sandbox, then bubblewrap (platform/linux/proxy_companion.hpp). Not typed by hand.
         c.netProxy = app.add_subcommand("net-proxy", "");
         c.netProxy->group("");
-        c.netProxy->add_option("--allow-host", c.netProxyHosts, "a host pattern the proxy allows (repeatable)")->required();
+        once_each(c.netProxy->add_option("--allow-host", c.netProxyHosts, "a host pattern the proxy allows (repeatable)"))->required();
         c.netProxy->prefix_command();
     }
     if (wanted("__effect")) {
@@ -506,6 +523,12 @@ std::optional<int> run_line(const CommandLine& line, const Named& named) {
     CLI::App app{"dsh-confine: run an untrusted command under a file-effect policy, and say how completely it is enforced",
                  "dsh-confine"};
     app.footer(kExamples);
+    // CLI11 looks an option up among the app's in the order they were added, once each time it
+    // is given: the policy options (--allow-host given once a pattern) come first, but where help
+    // lists them, in the pass that builds every option.
+    PolicyOptions main_options;
+    std::vector<CLI::Option*> main_only;
+    if (!named.everything()) main_only = add_policy_options(app, main_options, true, named);
     app.set_version_flag("--version", std::string("dsh-confine ") + kVersion);
     app.prefix_command();
     int verbose = 0;
@@ -518,9 +541,7 @@ std::optional<int> run_line(const CommandLine& line, const Named& named) {
     };
     add_logging(app);
     app.formatter(std::make_shared<UsageFormatter>());
-
-    PolicyOptions main_options;
-    std::vector<CLI::Option*> main_only = add_policy_options(app, main_options, true, named);
+    if (named.everything()) main_only = add_policy_options(app, main_options, true, named);
     bool print = false;
     std::string format = "json";
     if (named("--print")) main_only.push_back(app.add_flag("--print", print, "print the plan (wrapped argv and facts); run nothing"));
@@ -532,7 +553,10 @@ std::optional<int> run_line(const CommandLine& line, const Named& named) {
     app.fallthrough();  // -v and --log-level work after a subcommand too
 
     Subcommands c;
-    add_subcommands(app, c, Named(&line), named);
+    // The subcommands the line names, found in the line's words (already gathered in `named`
+    // unless this is the pass that builds every option).
+    const std::optional<Named> line_words = named.everything() ? std::optional<Named>(Named(&line)) : std::nullopt;
+    add_subcommands(app, c, line_words ? *line_words : named, named);
     // -v, -q and --log-level work after a subcommand's name too, and its help lists them.
     for (CLI::App* sub : visible_subcommands(app)) add_logging(*sub);
     try {

@@ -269,6 +269,32 @@ TEST_F(Cli, TheProxysOwnProcessRefusesMalformedArguments) {
     }
 }
 
+// A repeatable option takes one value each time, as `env` or `timeout` would read the line:
+// the next word is the PROGRAM, without `--` too.
+TEST_F(Cli, ARepeatableOptionTakesOneValueEachTime) {
+    E2E_REQUIRE(backend_usable("bwrap") || backend_usable("landlock"), "no usable backend on this host");
+    const std::string workspace = dir("ws"), beside = dir("beside");
+    const std::vector<std::vector<std::string>> lines = {
+        {"--mode", "read-only", "--deny-read", scratch / "absent", "printf", "ran"},
+        {"--mode", "read-only", "--deny-read=" + (scratch / "absent"), "--deny-read", scratch / "other", "printf", "ran"},
+        {"--mode", "read-only", "--allow-host", "a.example.test", "--allow-host", "b.example.test", "printf", "ran"},
+        {"--mode", "workspace-write", "--workspace-root", workspace, "--writable-root", beside, "printf", "ran"},
+        {"run", "--mode", "read-only", "--limit", "pids=256", "--limit", "fsize=1G", "printf", "ran"},
+    };
+    for (const auto& line : lines) {
+        const e2e::Result r = dsh(line);
+        EXPECT_EQ(r.status, 0) << line[2] << ": " << r.err;
+        EXPECT_EQ(r.out, "ran") << line[2];
+    }
+    // Two words after one --allow-host: the second is the program (not found here), not a pattern.
+    const e2e::Result two = dsh({"--mode", "read-only", "--allow-host", "a.example.test", "no-such-program-x", "--", "true"});
+    EXPECT_EQ(two.status, 127) << two.err;
+    EXPECT_TRUE(contains(two.err, "COMMAND_NOT_FOUND")) << two.err;
+    const json plan = parse(dsh({"--print", "--mode", "read-only", "--allow-host", "a.example.test", "--allow-host",
+                                 "b.example.test", "--", "true"}).out);
+    EXPECT_EQ(plan["policy"]["network"], json({{"mode", "hosts"}, {"allow", {"a.example.test", "b.example.test"}}})) << plan.dump();
+}
+
 TEST_F(Cli, ConfigUnknownKeyNamesPositionAndSuggestion) {
     const std::string file = config("[sandbox]\ndefault_mode = \"danger-full-access\"\nworkspace_rot = \"/\"\n");
     const e2e::Result r = dsh({"--config", file, "--", "touch", sentinel()});
