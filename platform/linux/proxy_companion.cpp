@@ -242,9 +242,9 @@ using linux_sys::call_with;
 
 // Waits until the command first needs the proxy (a connection queued on a listener: true) or
 // ends without (false). Until then the proxy starts
-// nothing up: its start-up (the patterns, the event loop) would run beside the command's own, and
-// on a host of two cores it costs a call that never connects about half a millisecond (measured
-// on the reference VM). A connection made meanwhile waits in the listener's backlog.
+// nothing up: its start-up (the patterns, the event loop) would run beside the command's own,
+// about 1.1 ms of CPU time on the reference VM, which a call that never connects need not pay
+// (docs/performance.md). A connection made meanwhile waits in the listener's backlog.
 bool needed_before_the_end(Serving& serving) {
     if (serving.channel >= 0) {
         // The stage's listeners first (sent just before it starts the command), then as below.
