@@ -11,7 +11,6 @@
 #include <sstream>
 #include <string>
 #include <string_view>
-#include <type_traits>
 #include <unordered_set>
 #include <vector>
 
@@ -80,6 +79,11 @@ private:
     std::unordered_set<std::string_view> names_;  // the words before `--`, each up to its first '='
 };
 
+template <class T>
+constexpr bool kIsVector = false;
+template <class T>
+constexpr bool kIsVector<std::vector<T>> = true;
+
 // A repeatable option takes one value each time it is given, as its help says: `--deny-read
 // /etc cat /etc/passwd` runs cat. CLI11 lets a vector option go on taking words up to the next
 // option, which would take a PROGRAM that follows without `--` for more values (and costs a
@@ -94,7 +98,7 @@ std::vector<CLI::Option*> add_policy_options(CLI::App& app, PolicyOptions& optio
     const auto text = [&](const char* name, auto& value, const char* description) {
         if (!named(name)) return;
         CLI::Option* option = app.add_option(name, value, description)->check(kNonEmpty);
-        if constexpr (!std::is_same_v<std::decay_t<decltype(value)>, std::string>) once_each(option);
+        if constexpr (kIsVector<std::decay_t<decltype(value)>>) once_each(option);
         added.push_back(option);
     };
     const auto flag = [&](const char* name, bool& value, const char* description) {
@@ -227,11 +231,32 @@ void apply_verbosity(int verbose, bool quiet, const std::string& level) {
     }
 }
 
+// Whether NAME is an option of APP's (or of a parent's) that takes one value each time (once_each).
+bool repeatable(const CLI::App& app, const std::string& name) {
+    for (const CLI::App* a = &app; a != nullptr; a = a->get_parent())
+        if (const CLI::Option* option = a->get_option_no_throw(name))
+            return option->get_multi_option_policy() == CLI::MultiOptionPolicy::TakeAll && option->get_expected_max() == 1;
+    return false;
+}
+
 std::vector<std::string> program_words(const CLI::App& app, const CLI::App* sub, const CommandLine& line) {
     std::vector<std::string> rest = sub ? sub->remaining() : std::vector<std::string>{};
     for (const auto& word : app.remaining()) rest.push_back(word);
     if (!rest.empty() && rest.front().size() > 1 && rest.front().front() == '-')
         throw Error(code::Usage, "unknown option '" + rest.front() + "' (put PROGRAM after '--' if it starts with '-')");
+    // `--deny-read /a /b -- make`, written for a repeatable option that took every word up to the
+    // next option, would now run /b: a word right after a repeatable option's value, with a `--`
+    // still to come, is refused instead of run (`--deny-read /a -- prog -- args` says it plainly).
+    if (!rest.empty() && line.tail && rest.size() < line.front.size()) {
+        const std::size_t first = line.front.size() - rest.size();  // what CLI11 left is the line's end
+        const std::string_view value = line.front[first - 1];
+        std::string name;
+        if (value.rfind("--", 0) == 0 && value.find('=') != std::string_view::npos) name = value.substr(0, value.find('='));
+        else if (first >= 2) name = line.front[first - 2];
+        if (!name.empty() && repeatable(sub ? *sub : app, name))
+            throw Error(code::Usage, "'" + rest.front() + "' follows the value of " + name + ", which takes one value each time " +
+                                         "(give it again for another); put PROGRAM after '--'");
+    }
     if (line.tail) {
         if (!rest.empty()) rest.push_back("--");  // the `--` belongs to the program's own arguments
         rest.insert(rest.end(), line.tail->begin(), line.tail->end());

@@ -239,9 +239,9 @@ private:
 
     // Relays
     template <class Then>
-    void read_head(tcp::socket& socket, std::string& buffer, Then then);
+    void read_head(tcp::socket& socket, std::string& buffer, Then then, std::size_t searched = 0);
     template <class Then>
-    void read_some(tcp::socket& socket, std::string& into, Then then);
+    void read_some(tcp::socket& socket, std::string& into, Then then, std::size_t at_most = kReadChunk);
     template <class Then>
     void write(tcp::socket& socket, std::string& buffer, std::string data, Then then);
     void pump(Pump& pump, tcp::socket& from, tcp::socket& to, std::optional<std::uint64_t> limit,
@@ -331,10 +331,10 @@ void Connection::close() {
 }
 
 template <class Then>
-void Connection::read_some(tcp::socket& socket, std::string& into, Then then) {
+void Connection::read_some(tcp::socket& socket, std::string& into, Then then, std::size_t at_most) {
     const std::size_t old = into.size();
-    into.resize(old + kReadChunk);
-    socket.async_read_some(asio::buffer(into.data() + old, kReadChunk),
+    into.resize(old + at_most);
+    socket.async_read_some(asio::buffer(into.data() + old, at_most),
                            [self = shared_from_this(), &into, old, then = std::move(then)](const error_code& ec,
                                                                                            std::size_t n) mutable {
                                into.resize(old + n);
@@ -374,20 +374,24 @@ void Connection::read_first() {
 // ---- HTTP ----
 
 // A head ends at its first empty line, which must come within headerLimit bytes (not_found
-// otherwise). It is looked for in what the buffer holds and then in what the peer sends.
-// asio::async_read_until over a dynamic buffer capped at headerLimit is not used: given a buffer
-// already longer than the cap (a head and the body after it, read at once), it cuts the buffer to
-// the cap and the rest of the body is lost.
+// otherwise). It is looked for in what the buffer holds and then in what the peer sends, each
+// byte once (`searched`: the bytes before it were searched, bar the last three, which may begin
+// the empty line), and read no further than the limit: a head read holds at most headerLimit
+// bytes of its own. asio::async_read_until over a dynamic buffer capped at headerLimit is not
+// used: given a buffer already longer than the cap (a head and the body after it, read at once),
+// it cuts the buffer to the cap and the rest of the body is lost.
 template <class Then>
-void Connection::read_head(tcp::socket& socket, std::string& buffer, Then then) {
+void Connection::read_head(tcp::socket& socket, std::string& buffer, Then then, std::size_t searched) {
     constexpr std::string_view kEnd = "\r\n\r\n";
     const std::string_view held = std::string_view(buffer).substr(0, options_.headerLimit);
-    if (const std::size_t at = held.find(kEnd); at != std::string_view::npos) return then(error_code{}, at + kEnd.size());
+    const std::size_t from = searched < kEnd.size() ? 0 : searched - (kEnd.size() - 1);
+    if (const std::size_t at = held.find(kEnd, from); at != std::string_view::npos) return then(error_code{}, at + kEnd.size());
     if (held.size() == options_.headerLimit) return then(make_error_code(asio::error::not_found), 0);
-    read_some(socket, buffer, [this, &socket, &buffer, then = std::move(then)](const error_code& ec) mutable {
+    const std::size_t now = held.size();
+    read_some(socket, buffer, [this, &socket, &buffer, now, then = std::move(then)](const error_code& ec) mutable {
         if (ec) return then(ec, 0);
-        read_head(socket, buffer, std::move(then));
-    });
+        read_head(socket, buffer, std::move(then), now);
+    }, std::min(kReadChunk, options_.headerLimit - now));
 }
 
 void Connection::read_request_head() {

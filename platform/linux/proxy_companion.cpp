@@ -159,6 +159,12 @@ struct Serving {
     int refusals = -1;
 };
 
+// The signals that end a process, as a process started afresh has them: an ignored SIGHUP or
+// SIGTERM of the caller's parent is not the proxy's.
+void default_dispositions() {
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD}) signal(sig, SIG_DFL);
+}
+
 // The proxy until its owner ends: 0, or 1 with a PROXY line on stderr. Every signal still
 // blocked on entry (start_proxy keeps them so), and the process in its own session already.
 int serve(const Serving& serving) {
@@ -166,9 +172,8 @@ int serve(const Serving& serving) {
     const std::vector<int>& listen_fds = serving.listenFds;
     ProxyOptions options;
     options.allow = serving.allow;
-    // Signals: what a process started afresh has (an ignored SIGHUP or SIGTERM of the caller's
-    // parent is not the proxy's), then unblocked (start_proxy kept them blocked).
-    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD}) signal(sig, SIG_DFL);
+    // Signals: what a process started afresh has, then unblocked (start_proxy kept them blocked).
+    default_dispositions();
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -245,10 +250,21 @@ using linux_sys::call_with;
 // nothing up: its start-up (the patterns, the event loop) would run beside the command's own,
 // about 1.1 ms of CPU time on the reference VM, which a call that never connects need not pay
 // (docs/performance.md). A connection made meanwhile waits in the listener's backlog.
+// The wait takes signals as the proxy serving would: with every signal unblocked meanwhile (a
+// SIGTERM ends it), the handlers already the defaults.
 bool needed_before_the_end(Serving& serving) {
+    sigset_t none;
+    sigemptyset(&none);
+    const auto wait_for = [&](std::vector<pollfd>& fds) {
+        while (ppoll(fds.data(), fds.size(), nullptr, &none) < 0)
+            if (errno != EINTR) return false;
+        return true;
+    };
     if (serving.channel >= 0) {
         // The stage's listeners first (sent just before it starts the command), then as below.
-        serving.listenFds = receive_listeners(serving.channel, serving.owner);
+        std::vector<pollfd> channel{{serving.channel, POLLIN, 0}, {serving.owner, POLLIN, 0}};
+        if (wait_for(channel) && channel.back().revents == 0)
+            serving.listenFds = receive_listeners(serving.channel, serving.owner);
         close(serving.channel);
         serving.channel = -1;
         if (serving.listenFds.empty()) return false;
@@ -256,8 +272,7 @@ bool needed_before_the_end(Serving& serving) {
     std::vector<pollfd> fds;
     for (const int fd : serving.listenFds) fds.push_back({fd, POLLIN, 0});
     fds.push_back({serving.owner, POLLIN, 0});
-    while (poll(fds.data(), fds.size(), -1) < 0)
-        if (errno != EINTR) return true;  // the event loop watches the same descriptors
+    if (!wait_for(fds)) return true;  // the event loop watches the same descriptors
     return fds.back().revents == 0;
 }
 
@@ -265,10 +280,9 @@ bool needed_before_the_end(Serving& serving) {
 [[gnu::noinline]] void serve_beside(Beside* b) {
     if (chdir("/") != 0 || dup2(b->null, 0) < 0 || dup2(b->null, 1) < 0) call_with(SYS_exit_group, 1);
     close_all_but(b->keep);
-    if (!needed_before_the_end(b->serving)) call_with(SYS_exit_group, 0);
     // The caller's handlers are the caller's business: the defaults, as after an execve. A signal
     // that reached the caller's process group before the setsid below, held pending since, is
-    // not the proxy's: ignoring it discards it. (Every signal is blocked until serve() runs.)
+    // not the proxy's: ignoring it discards it.
     sigset_t pending;
     sigpending(&pending);
     for (int sig = 1; sig < NSIG; ++sig) {
@@ -280,6 +294,8 @@ bool needed_before_the_end(Serving& serving) {
         if (sigismember(&pending, sig) == 1) signal(sig, SIG_IGN);
         if (handled || (sigismember(&pending, sig) == 1 && !ignored)) signal(sig, SIG_DFL);
     }
+    default_dispositions();
+    if (!needed_before_the_end(b->serving)) call_with(SYS_exit_group, 0);
     setenv("LOCALDOMAIN", "", 1);  // as start_proxy's other way (it says why)
     for (const auto& text : b->allow)
         if (auto pattern = parse_host_pattern(text)) b->serving.allow.push_back(*pattern);

@@ -287,9 +287,20 @@ TEST_F(Cli, ARepeatableOptionTakesOneValueEachTime) {
         EXPECT_EQ(r.out, "ran") << line[2];
     }
     // Two words after one --allow-host: the second is the program (not found here), not a pattern.
-    const e2e::Result two = dsh({"--mode", "read-only", "--allow-host", "a.example.test", "no-such-program-x", "--", "true"});
+    const e2e::Result two = dsh({"--mode", "read-only", "--allow-host", "a.example.test", "no-such-program-x", "true"});
     EXPECT_EQ(two.status, 127) << two.err;
     EXPECT_TRUE(contains(two.err, "COMMAND_NOT_FOUND")) << two.err;
+    // A line written for a repeatable option that took every word up to the next option, with a
+    // `--` still to come, is refused rather than run with its second value as the program.
+    for (const std::vector<std::string>& line :
+         {std::vector<std::string>{"--mode", "read-only", "--deny-read", scratch / "absent", "/usr/bin/touch", "--", sentinel()},
+          std::vector<std::string>{"run", "--mode", "read-only", "--deny-read=" + (scratch / "absent"), "/usr/bin/touch", "--",
+                                   sentinel()}}) {
+        const e2e::Result refused = dsh(line);
+        EXPECT_TRUE(IsError(refused, "USAGE")) << refused.err;
+        EXPECT_TRUE(contains(refused.err, "follows the value of --deny-read")) << refused.err;
+        EXPECT_FALSE(fs::exists(sentinel()));
+    }
     const json plan = parse(dsh({"--print", "--mode", "read-only", "--allow-host", "a.example.test", "--allow-host",
                                  "b.example.test", "--", "true"}).out);
     EXPECT_EQ(plan["policy"]["network"], json({{"mode", "hosts"}, {"allow", {"a.example.test", "b.example.test"}}})) << plan.dump();

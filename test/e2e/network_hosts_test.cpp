@@ -647,6 +647,44 @@ TEST_P(Lifetime, TheProxyEndsWithTheCallAndLeavesNothing) {
 INSTANTIATE_TEST_SUITE_P(Linux, Lifetime, ::testing::ValuesIn(e2e::backends_and_callers({"exec", "run", "print", "session"})),
                          e2e::backend_caller_name);
 
+// The proxy waits for its first connection before it starts up, and takes signals meanwhile as
+// it would serving: a SIGTERM ends it (it is not held blocked until a connection comes), while
+// the command goes on; the command's connection then fails (nothing listens or answers).
+class WaitingProxy : public NetworkHosts {};
+
+TEST_P(WaitingProxy, ASigtermEndsAProxyThatHasNotStartedUp) {
+    const std::string ready = ws + "/ready", go = ws + "/go";
+    ASSERT_EQ(mkfifo(ready.c_str(), 0600), 0);
+    ASSERT_EQ(mkfifo(go.c_str(), 0600), 0);
+    own(ready);
+    own(go);
+    const std::vector<std::string> argv = call({"dsh-e2e-waiting.example"},
+                                               {"/bin/sh", "-c", "echo ready > \"$0\"; read line < \"$1\"; echo still here", ready, go});
+    Fd ready_fd(open(ready.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC)), go_fd(open(go.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC));
+    e2e::Result result;
+    std::thread caller([&] { result = e2e::run_program(argv, options()); });
+    bool running = false, signalled = false, ended = false;
+    std::vector<pid_t> during;
+    try {
+        running = said_ready(ready_fd.get());
+        during = awaited_proxy_processes(home.path());
+        signalled = during.size() == 1 && kill(during.front(), SIGTERM) == 0;
+        ended = signalled && ends(during.front());
+    } catch (const std::exception& e) {
+        ADD_FAILURE() << e.what();
+    }
+    [[maybe_unused]] const ssize_t n = write(go_fd.get(), "go\n", 3);
+    caller.join();
+    ASSERT_TRUE(running) << "the command never said it was ready: " << result.err;
+    ASSERT_EQ(during.size(), 1U) << "the proxy's process was not found while the call ran";
+    EXPECT_TRUE(signalled);
+    EXPECT_TRUE(ended) << "a SIGTERM did not end the waiting proxy: pid " << during.front();
+    EXPECT_EQ(result.status, 0) << result.err;
+    EXPECT_EQ(result.out, "still here\n");
+}
+
+INSTANTIATE_TEST_SUITE_P(Linux, WaitingProxy, ::testing::ValuesIn(e2e::backends_and_callers({"exec"})), e2e::backend_caller_name);
+
 // On the exec path the proxy's process keeps the caller's image, so under Landlock it is the
 // command's child: one no wait(2) of the command's finds. A command that waits for any child of
 // its own (`wait -n`, waitpid(-1), a supervisor reaping until ECHILD) must see none and go on.

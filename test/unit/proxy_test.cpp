@@ -483,6 +483,40 @@ TEST(Proxy, HeadOverTheLimitIsRefused) {
     EXPECT_EQ(origin.accepted(), 0);
 }
 
+// A head of exactly the limit, its end included, is served however its bytes arrive (its empty
+// line split across reads too); one byte more is refused. Each piece is its own segment, so the
+// proxy sees many short reads.
+TEST(Proxy, AHeadEndsWhereverItsReadsSplitIt) {
+    Origin origin(AF_INET, serve_http);
+    ProxyOptions options = allowing({"allowed.test"});
+    options.headerLimit = 1024;
+    RunningProxy proxy(std::move(options));
+    const std::string url = "http://" + at("allowed.test", origin.port()) + "/";
+    const std::size_t bare = get(url, "X-Pad: \r\n").size();
+    for (const std::size_t size : {std::size_t{1024}, std::size_t{1025}}) {
+        const std::string head = get(url, "X-Pad: " + std::string(size - bare, 'p') + "\r\n");
+        ASSERT_EQ(head.size(), size);
+        const int client = proxy.client();
+        const int on = 1;
+        ASSERT_EQ(setsockopt(client, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on), 0);
+        const timeval patience{30, 0};  // a hang guard: a missed end would leave the proxy waiting
+        ASSERT_EQ(setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &patience, sizeof patience), 0);
+        // Pieces of 1 to 7 bytes near the end (every split of "\r\n\r\n"), larger before.
+        std::size_t at_byte = 0;
+        for (std::size_t piece = 0; at_byte < head.size(); ++piece) {
+            const std::size_t left = head.size() - at_byte;
+            const std::size_t take = left <= 16 ? 1 + piece % 3 : std::min<std::size_t>(left - 16, 1 + piece * 37 % 200);
+            ASSERT_TRUE(send_all(client, head.substr(at_byte, std::min(take, left))));
+            at_byte += std::min(take, left);
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        std::string buffered;
+        EXPECT_EQ(read_response(client, buffered).status, size == 1024 ? 200u : 431u) << size;
+        ::close(client);
+    }
+    EXPECT_EQ(proxy.stop(), 0);
+}
+
 TEST(Proxy, OnlyProxyFormsAreServed) {
     Origin origin(AF_INET, serve_http);
     RunningProxy proxy(allowing({"allowed.test"}));
