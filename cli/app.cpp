@@ -62,7 +62,7 @@ CommandLine split_at_dashes(int argc, char** argv) {
 class Named {
 public:
     explicit Named(const CommandLine* line) : everything_(line == nullptr) {  // null: everything
-        if (everything_) return;
+        if (line == nullptr) return;
         // Each word once, each option's looked up in them: a line of many words (a long
         // allow-list) is not scanned again for every option there is.
         names_.reserve(line->front.size());

@@ -281,7 +281,7 @@ bool needed_before_the_end(Serving& serving) {
     if (chdir("/") != 0 || dup2(b->null, 0) < 0 || dup2(b->null, 1) < 0) call_with(SYS_exit_group, 1);
     close_all_but(b->keep);
     // The caller's handlers are the caller's business: the defaults, as after an execve. A signal
-    // that reached the caller's process group before the setsid below, held pending since, is
+    // that reached the caller's process group before the clone's setsid, held pending since, is
     // not the proxy's: ignoring it discards it.
     sigset_t pending;
     sigpending(&pending);
