@@ -271,9 +271,12 @@ bool needed_before_the_end(Serving& serving) {
     }
     std::vector<pollfd> fds;
     for (const int fd : serving.listenFds) fds.push_back({fd, POLLIN, 0});
+    // The end: the owner's, or (under `run`) run shutting its side of the refusals socket down.
     fds.push_back({serving.owner, POLLIN, 0});
+    if (serving.refusals >= 0) fds.push_back({serving.refusals, POLLIN, 0});
     if (!wait_for(fds)) return true;  // the event loop watches the same descriptors
-    return fds.back().revents == 0;
+    return std::all_of(fds.begin() + static_cast<std::ptrdiff_t>(serving.listenFds.size()), fds.end(),
+                       [](const pollfd& end) { return end.revents == 0; });
 }
 
 // The proxy once the gate is open and the caller left by execve: this memory is its alone.
@@ -487,6 +490,8 @@ int serve_proxy(int argc, char** argv) {
     for (int fd : serving.listenFds) fcntl(fd, F_SETFD, FD_CLOEXEC);
     for (int fd : {serving.owner, serving.channel, serving.refusals})
         if (fd >= 0) fcntl(fd, F_SETFD, FD_CLOEXEC);
+    default_dispositions();
+    if (!needed_before_the_end(serving)) return 0;
     return serve(serving);
 }
 
