@@ -541,10 +541,10 @@ std::string parse_error_message(CLI::App& app, const Subcommands& c, const Comma
 
 namespace {
 
-// One parse and dispatch of LINE with the options NAMED names. A pass that does not build every
-// option answers nothing about the command line itself (help, a parse error, an unknown option):
-// it returns nothing, and the caller parses again with all of them.
-std::optional<int> run_line(const CommandLine& line, const Named& named) {
+// One parse and dispatch of LINE with the subcommands WORDS names and the options NAMED names.
+// A pass that does not build every option answers nothing about the command line itself (help, a
+// parse error, an unknown option): it returns nothing, and the caller parses again with all of them.
+std::optional<int> run_line(const CommandLine& line, const Named& words, const Named& named) {
     CLI::App app{"dsh-confine: run an untrusted command under a file-effect policy, and say how completely it is enforced",
                  "dsh-confine"};
     app.footer(kExamples);
@@ -578,10 +578,7 @@ std::optional<int> run_line(const CommandLine& line, const Named& named) {
     app.fallthrough();  // -v and --log-level work after a subcommand too
 
     Subcommands c;
-    // The subcommands the line names, found in the line's words (already gathered in `named`
-    // unless this is the pass that builds every option).
-    const std::optional<Named> line_words = named.everything() ? std::optional<Named>(Named(&line)) : std::nullopt;
-    add_subcommands(app, c, line_words ? *line_words : named, named);
+    add_subcommands(app, c, words, named);
     // -v, -q and --log-level work after a subcommand's name too, and its help lists them.
     for (CLI::App* sub : visible_subcommands(app)) add_logging(*sub);
     try {
@@ -739,8 +736,9 @@ int run(int argc, char** argv) {
     if (argc >= 2 && std::strcmp(argv[1], "__proxy") == 0) return platform::serve_proxy(argc, argv);
     setup_logging();
     const CommandLine line = split_at_dashes(argc, argv);
-    if (const std::optional<int> status = run_line(line, Named(&line))) return *status;
-    return *run_line(line, Named(nullptr));
+    const Named words(&line);  // the subcommands the line names; in the first pass its options too
+    if (const std::optional<int> status = run_line(line, words, words)) return *status;
+    return *run_line(line, words, Named(nullptr));
 }
 
 }  // namespace dsh::cli

@@ -159,12 +159,6 @@ struct Serving {
     int refusals = -1;
 };
 
-// The signals that end a process, as a process started afresh has them: an ignored SIGHUP or
-// SIGTERM of the caller's parent is not the proxy's.
-void default_dispositions() {
-    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD}) signal(sig, SIG_DFL);
-}
-
 // The proxy until its owner ends: 0, or 1 with a PROXY line on stderr. Every signal still
 // blocked on entry (start_proxy keeps them so), and the process in its own session already.
 int serve(const Serving& serving) {
@@ -172,8 +166,9 @@ int serve(const Serving& serving) {
     const std::vector<int>& listen_fds = serving.listenFds;
     ProxyOptions options;
     options.allow = serving.allow;
-    // Signals: what a process started afresh has, then unblocked (start_proxy kept them blocked).
-    default_dispositions();
+    // Signals: what a process started afresh has (an ignored SIGHUP or SIGTERM of the caller's
+    // parent is not the proxy's), then unblocked (start_proxy kept them blocked).
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD}) signal(sig, SIG_DFL);
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -245,40 +240,6 @@ int exec_armed = 0;
 
 using linux_sys::call_with;
 
-// Waits until the command first needs the proxy (a connection queued on a listener: true) or
-// ends without (false). Until then the proxy starts
-// nothing up: its start-up (the patterns, the event loop) would run beside the command's own,
-// about 1.1 ms of CPU time on the reference VM, which a call that never connects need not pay
-// (docs/performance.md). A connection made meanwhile waits in the listener's backlog.
-// The wait takes signals as the proxy serving would: with every signal unblocked meanwhile (a
-// SIGTERM ends it), the handlers already the defaults.
-bool needed_before_the_end(Serving& serving) {
-    sigset_t none;
-    sigemptyset(&none);
-    const auto wait_for = [&](std::vector<pollfd>& fds) {
-        while (ppoll(fds.data(), fds.size(), nullptr, &none) < 0)
-            if (errno != EINTR) return false;
-        return true;
-    };
-    if (serving.channel >= 0) {
-        // The stage's listeners first (sent just before it starts the command), then as below.
-        std::vector<pollfd> channel{{serving.channel, POLLIN, 0}, {serving.owner, POLLIN, 0}};
-        if (wait_for(channel) && channel.back().revents == 0)
-            serving.listenFds = receive_listeners(serving.channel, serving.owner);
-        close(serving.channel);
-        serving.channel = -1;
-        if (serving.listenFds.empty()) return false;
-    }
-    std::vector<pollfd> fds;
-    for (const int fd : serving.listenFds) fds.push_back({fd, POLLIN, 0});
-    // The end: the owner's, or (under `run`) run shutting its side of the refusals socket down.
-    fds.push_back({serving.owner, POLLIN, 0});
-    if (serving.refusals >= 0) fds.push_back({serving.refusals, POLLIN, 0});
-    if (!wait_for(fds)) return true;  // the event loop watches the same descriptors
-    return std::all_of(fds.begin() + static_cast<std::ptrdiff_t>(serving.listenFds.size()), fds.end(),
-                       [](const pollfd& end) { return end.revents == 0; });
-}
-
 // The proxy once the gate is open and the caller left by execve: this memory is its alone.
 [[gnu::noinline]] void serve_beside(Beside* b) {
     if (chdir("/") != 0 || dup2(b->null, 0) < 0 || dup2(b->null, 1) < 0) call_with(SYS_exit_group, 1);
@@ -297,8 +258,6 @@ bool needed_before_the_end(Serving& serving) {
         if (sigismember(&pending, sig) == 1) signal(sig, SIG_IGN);
         if (handled || (sigismember(&pending, sig) == 1 && !ignored)) signal(sig, SIG_DFL);
     }
-    default_dispositions();
-    if (!needed_before_the_end(b->serving)) call_with(SYS_exit_group, 0);
     setenv("LOCALDOMAIN", "", 1);  // as start_proxy's other way (it says why)
     for (const auto& text : b->allow)
         if (auto pattern = parse_host_pattern(text)) b->serving.allow.push_back(*pattern);
@@ -490,8 +449,6 @@ int serve_proxy(int argc, char** argv) {
     for (int fd : serving.listenFds) fcntl(fd, F_SETFD, FD_CLOEXEC);
     for (int fd : {serving.owner, serving.channel, serving.refusals})
         if (fd >= 0) fcntl(fd, F_SETFD, FD_CLOEXEC);
-    default_dispositions();
-    if (!needed_before_the_end(serving)) return 0;
     return serve(serving);
 }
 

@@ -653,18 +653,17 @@ TEST_P(Lifetime, TheProxyEndsWithTheCallAndLeavesNothing) {
 INSTANTIATE_TEST_SUITE_P(Linux, Lifetime, ::testing::ValuesIn(e2e::backends_and_callers({"exec", "run", "print", "session"})),
                          e2e::backend_caller_name);
 
-// The proxy waits for its first connection before it starts up, and takes signals meanwhile as
-// it would serving: a SIGTERM ends it (it is not held blocked until a connection comes), while
-// the command goes on; the command's connection then fails (nothing listens or answers).
-class WaitingProxy : public NetworkHosts {};
+// The proxy takes signals as any process would once it serves: a SIGTERM ends it while the
+// command goes on (the command here never connects).
+class ProxySignals : public NetworkHosts {};
 
-TEST_P(WaitingProxy, ASigtermEndsAProxyThatHasNotStartedUp) {
+TEST_P(ProxySignals, ASigtermEndsTheProxyWhileTheCommandRuns) {
     const std::string ready = ws + "/ready", go = ws + "/go";
     ASSERT_EQ(mkfifo(ready.c_str(), 0600), 0);
     ASSERT_EQ(mkfifo(go.c_str(), 0600), 0);
     own(ready);
     own(go);
-    const std::vector<std::string> argv = call({"dsh-e2e-waiting.example"},
+    const std::vector<std::string> argv = call({"dsh-e2e-signals.example"},
                                                {"/bin/sh", "-c", "echo ready > \"$0\"; read line < \"$1\"; echo still here", ready, go});
     Fd ready_fd(open(ready.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC)), go_fd(open(go.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC));
     e2e::Result result;
@@ -674,8 +673,8 @@ TEST_P(WaitingProxy, ASigtermEndsAProxyThatHasNotStartedUp) {
     try {
         running = said_ready(ready_fd.get());
         during = awaited_proxy_processes(home.path());
-        // Once it waits (no signal blocked only then: ppoll's mask): a signal that came before,
-        // while the caller's handlers were still in place, would be discarded as the caller's.
+        // Once it serves (it blocks no signal from then on): one that came before, while the
+        // caller's handlers were still in place, would be discarded as the caller's.
         for (int tries = 0; during.size() == 1 && !blocks_nothing(during.front()) && tries < 1000; ++tries)
             std::this_thread::sleep_for(std::chrono::milliseconds(10));  // 10 s, as a hang guard
         signalled = during.size() == 1 && kill(during.front(), SIGTERM) == 0;
@@ -688,12 +687,12 @@ TEST_P(WaitingProxy, ASigtermEndsAProxyThatHasNotStartedUp) {
     ASSERT_TRUE(running) << "the command never said it was ready: " << result.err;
     ASSERT_EQ(during.size(), 1U) << "the proxy's process was not found while the call ran";
     EXPECT_TRUE(signalled);
-    EXPECT_TRUE(ended) << "a SIGTERM did not end the waiting proxy: pid " << during.front();
+    EXPECT_TRUE(ended) << "a SIGTERM did not end the proxy: pid " << during.front();
     EXPECT_EQ(result.status, 0) << result.err;
     EXPECT_EQ(result.out, "still here\n");
 }
 
-INSTANTIATE_TEST_SUITE_P(Linux, WaitingProxy, ::testing::ValuesIn(e2e::backends_and_callers({"exec", "run"})),
+INSTANTIATE_TEST_SUITE_P(Linux, ProxySignals, ::testing::ValuesIn(e2e::backends_and_callers({"exec", "run"})),
                          e2e::backend_caller_name);
 
 // On the exec path the proxy's process keeps the caller's image, so under Landlock it is the
