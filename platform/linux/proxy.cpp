@@ -374,24 +374,21 @@ void Connection::read_first() {
 // ---- HTTP ----
 
 // A head ends at its first empty line, which must come within headerLimit bytes (not_found
-// otherwise). It is looked for in what the buffer holds and then in what the peer sends, each
-// byte once (`searched`: the bytes before it were searched, bar the last three, which may begin
-// the empty line), and read no further than the limit: a head read holds at most headerLimit
+// otherwise): looked for in what the buffer holds, then in what the peer sends, each byte once
+// (find_head_end), and read no further than the limit, so a head read holds at most headerLimit
 // bytes of its own. asio::async_read_until over a dynamic buffer capped at headerLimit is not
 // used: given a buffer already longer than the cap (a head and the body after it, read at once),
 // it cuts the buffer to the cap and the rest of the body is lost.
 template <class Then>
 void Connection::read_head(tcp::socket& socket, std::string& buffer, Then then, std::size_t searched) {
-    constexpr std::string_view kEnd = "\r\n\r\n";
-    const std::string_view held = std::string_view(buffer).substr(0, options_.headerLimit);
-    const std::size_t from = searched < kEnd.size() ? 0 : searched - (kEnd.size() - 1);
-    if (const std::size_t at = held.find(kEnd, from); at != std::string_view::npos) return then(error_code{}, at + kEnd.size());
-    if (held.size() == options_.headerLimit) return then(make_error_code(asio::error::not_found), 0);
-    const std::size_t now = held.size();
+    const HeadEnd end = find_head_end(buffer, searched, options_.headerLimit);
+    if (end.outcome == HeadEnd::Outcome::Found) return then(error_code{}, end.bytes);
+    if (end.outcome == HeadEnd::Outcome::TooLong) return then(make_error_code(asio::error::not_found), 0);
+    const std::size_t now = buffer.size();
     read_some(socket, buffer, [this, &socket, &buffer, now, then = std::move(then)](const error_code& ec) mutable {
         if (ec) return then(ec, 0);
         read_head(socket, buffer, std::move(then), now);
-    }, std::min(kReadChunk, options_.headerLimit - now));
+    }, std::min(kReadChunk, end.bytes));
 }
 
 void Connection::read_request_head() {

@@ -233,6 +233,16 @@ ResponseInspection inspect_response_head(std::string_view bytes, std::size_t hea
     return out;
 }
 
+HeadEnd find_head_end(std::string_view held, std::size_t searched, std::size_t headerLimit) {
+    constexpr std::string_view kEnd = "\r\n\r\n";
+    held = held.substr(0, headerLimit);
+    const std::size_t from = searched < kEnd.size() ? 0 : searched - (kEnd.size() - 1);
+    if (const std::size_t at = held.find(kEnd, from); at != std::string_view::npos)
+        return {HeadEnd::Outcome::Found, at + kEnd.size()};
+    if (held.size() == headerLimit) return {HeadEnd::Outcome::TooLong, 0};
+    return {HeadEnd::Outcome::NeedMore, headerLimit - held.size()};
+}
+
 std::string error_response(unsigned status, std::string_view text) {
     http::response<http::string_body> response{static_cast<http::status>(status), 11};
     response.set(http::field::content_type, "text/plain; charset=utf-8");

@@ -54,6 +54,22 @@ struct HeadInspection {
     std::size_t headBytes = 0;  // Request: the bytes the head took (a body may follow)
 };
 
+// Where a head ends, looked for as its bytes arrive: in the first `headerLimit` bytes of `held`
+// (what a connection holds so far), the end of the first empty line ("\r\n\r\n"). `searched`
+// is how many of those bytes an earlier look at the same head already searched (0 for the
+// first): the search goes on from there, less the three bytes that may begin a blank line split
+// between two reads, so each byte is searched once however the head arrives.
+struct HeadEnd {
+    enum class Outcome {
+        Found,     // `bytes`: the head's size, its empty line included
+        NeedMore,  // no empty line yet: read at most `bytes` more (up to the limit) and look again
+        TooLong,   // no empty line within the first headerLimit bytes
+    };
+    Outcome outcome = Outcome::NeedMore;
+    std::size_t bytes = 0;
+};
+HeadEnd find_head_end(std::string_view held, std::size_t searched, std::size_t headerLimit);
+
 // A client's request head at the start of `bytes`. Only CONNECT host:port and absolute-URI
 // (http://) requests pass, with a Host field, when present, naming the same host as the target
 // (and the same port, when it names one); a body is framed by Content-Length or chunked, never

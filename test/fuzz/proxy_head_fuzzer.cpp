@@ -2,7 +2,10 @@
 // hostile confined command talks to first: any bytes give "need more", a refusal with a status
 // and a one-line reason, or a request whose host is canonical and whose port is not 0; a head
 // forwarded to an origin, or back to the client, is exactly one head (no second one smuggled
-// in behind it). The same bytes are also read as an origin's response head.
+// in behind it). The same bytes are also read as an origin's response head, and their head's end
+// looked for as a connection reads them, in pieces the input itself sizes: it is where one look
+// at them all finds it.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -19,6 +22,31 @@ void require(bool condition) {
 // One head: it ends with the blank line, and only there.
 bool one_head(const std::string& head) {
     return head.size() >= 4 && head.find("\r\n\r\n") == head.size() - 4;
+}
+
+// find_head_end fed the input a piece at a time, as read_head is: pieces of 1 to 8 bytes, sized by
+// the input's own bytes, so the fuzzer chooses where the reads split it.
+void check_head_end(std::string_view input, std::size_t limit) {
+    using dsh::proxy::HeadEnd;
+    const std::size_t whole = input.substr(0, limit).find("\r\n\r\n");
+    std::size_t held = 0, searched = 0, next = 0;
+    for (;;) {
+        const HeadEnd end = dsh::proxy::find_head_end(input.substr(0, held), searched, limit);
+        if (end.outcome == HeadEnd::Outcome::Found) {
+            require(whole != std::string_view::npos && end.bytes == whole + 4 && end.bytes <= held);
+            return;
+        }
+        if (end.outcome == HeadEnd::Outcome::TooLong) {
+            require(whole == std::string_view::npos && held >= limit);
+            return;
+        }
+        require(held < limit && end.bytes == limit - held);
+        require(whole == std::string_view::npos || whole + 4 > held);
+        if (held == input.size()) return;
+        const std::size_t piece = 1 + static_cast<unsigned char>(input[next++ % input.size()]) % 8;
+        searched = held;
+        held = std::min({input.size(), held + piece, held + end.bytes});
+    }
 }
 
 }  // namespace
@@ -51,6 +79,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             break;
         }
     }
+
+    check_head_end(input, limit);
+    check_head_end(input, 4 + size % 61);  // small limits, which the empty line can straddle
 
     const bool head_request = size > 0 && (data[0] & 1);
     const bool keep_alive = size > 0 && (data[0] & 2);

@@ -3,7 +3,9 @@
 // request.
 #include "platform/linux/proxy_protocol.hpp"
 
+#include <algorithm>
 #include <string>
+#include <string_view>
 
 #include <gtest/gtest.h>
 
@@ -179,6 +181,54 @@ TEST(InspectRequestHead, NeedMoreAndTheHeaderLimit) {
     const HeadInspection two = inspect_request_head(head + "GET http://x.example/ HTTP/1.1\r\n\r\n", kLimit);
     EXPECT_EQ(two.headBytes, head.size());
     EXPECT_EQ(two.request.host.host, "example.org");
+}
+
+// The head's end found as a connection reads it, `piece` bytes at a time, each look going on
+// from where the last one stopped (as the proxy's read_head does).
+HeadEnd end_in_pieces(const std::string& bytes, std::size_t piece, std::size_t limit) {
+    std::size_t held = 0, searched = 0;
+    for (;;) {
+        const HeadEnd end = find_head_end(std::string_view(bytes).substr(0, held), searched, limit);
+        if (end.outcome != HeadEnd::Outcome::NeedMore || held == bytes.size()) return end;
+        EXPECT_EQ(end.bytes, limit - held);
+        searched = held;
+        held = std::min({bytes.size(), held + piece, held + end.bytes});
+    }
+}
+
+TEST(FindHeadEnd, WhereverTheReadsSplitTheHead) {
+    const std::string head = "GET http://example.org/ HTTP/1.1\r\nHost: example.org\r\n\r\n";
+    const std::string body = "body\r\n\r\nmore";
+    for (std::size_t piece = 1; piece <= 9; ++piece) {
+        const HeadEnd end = end_in_pieces(head + body, piece, kLimit);
+        EXPECT_EQ(end.outcome, HeadEnd::Outcome::Found) << piece;
+        EXPECT_EQ(end.bytes, head.size()) << piece;
+    }
+    // The empty line's four bytes split every way between two reads.
+    for (std::size_t split = head.size() - 4; split <= head.size(); ++split) {
+        const std::size_t first = split;
+        EXPECT_EQ(find_head_end(std::string_view(head).substr(0, first), 0, kLimit).outcome,
+                  split == head.size() ? HeadEnd::Outcome::Found : HeadEnd::Outcome::NeedMore);
+        if (split < head.size()) {
+            EXPECT_EQ(find_head_end(head, first, kLimit).bytes, head.size()) << split;
+        }
+    }
+    // Only the first empty line ends the head, and a lone "\n\n" or "\r\r" does not.
+    EXPECT_EQ(find_head_end("a\n\nb\r\r\n\r\n", 0, kLimit).bytes, 9u);
+    EXPECT_EQ(find_head_end("no end\r\n", 0, kLimit).outcome, HeadEnd::Outcome::NeedMore);
+}
+
+TEST(FindHeadEnd, TheLimitHoldsTheEmptyLine) {
+    const std::string head = "GET http://example.org/ HTTP/1.1\r\nX: " + std::string(100, 'a') + "\r\n\r\n";
+    for (std::size_t piece : {std::size_t{1}, std::size_t{3}, std::size_t{64}}) {
+        const HeadEnd exact = end_in_pieces(head + "body", piece, head.size());
+        EXPECT_EQ(exact.outcome, HeadEnd::Outcome::Found) << piece;
+        EXPECT_EQ(exact.bytes, head.size()) << piece;
+        // One byte less, and the empty line no longer fits: too long, however the bytes came.
+        EXPECT_EQ(end_in_pieces(head + "body", piece, head.size() - 1).outcome, HeadEnd::Outcome::TooLong) << piece;
+    }
+    // Bytes beyond the limit are not searched, even when they were read with the head.
+    EXPECT_EQ(find_head_end(std::string(10, 'a') + "\r\n\r\n", 0, 10).outcome, HeadEnd::Outcome::TooLong);
 }
 
 ResponseInspection response(const std::string& head, bool headRequest = false, bool keepAlive = true) {
