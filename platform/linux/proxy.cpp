@@ -48,8 +48,10 @@ using Clock = std::chrono::steady_clock;
 
 constexpr std::size_t kReadChunk = std::size_t{64} * 1024;
 // A client that is being closed gets this long to read what it was sent (a refusal) before the
-// connection goes: closing with its unread request bytes pending would reset the connection
-// and could lose the answer.
+// connection goes, counted once from when the answer was written: closing with its unread
+// request bytes pending would reset the connection and could lose the answer. What it sends
+// meanwhile is read and dropped, up to the header limit; a client that sends more is closed
+// then (it is not reading an answer, it is making the proxy work).
 constexpr std::chrono::milliseconds kLinger{2'000};
 
 class Server;
@@ -183,6 +185,7 @@ public:
     void start() {
         error_code ignored;
         client_.set_option(tcp::no_delay(true), ignored);
+        client_.set_option(asio::socket_base::out_of_band_inline(true), ignored);  // pump_step says why
         arm(options_.headTimeout);
         read_first();
     }
@@ -236,6 +239,7 @@ private:
     void tunnel_half_done(Pump& pump, const error_code& ec);
     void close_after(std::string message);
     void linger();
+    void discard();
 
     // Relays
     template <class Then>
@@ -279,6 +283,7 @@ private:
     ChunkedRelay<true> requestChunks_;
     ChunkedRelay<false> responseChunks_;
     std::array<char, 4096> discard_{};
+    std::size_t discarded_ = 0;  // bytes dropped while lingering
 };
 
 void Connection::arm(std::chrono::milliseconds span, bool relaying) {
@@ -439,10 +444,15 @@ void Connection::linger() {
     error_code ignored;
     client_.shutdown(tcp::socket::shutdown_send, ignored);
     arm(std::min(options_.headTimeout, std::chrono::milliseconds(kLinger)));
-    client_.async_read_some(asio::buffer(discard_), [self = shared_from_this(), this](const error_code& ec, std::size_t) {
+    discard();
+}
+
+void Connection::discard() {
+    client_.async_read_some(asio::buffer(discard_), [self = shared_from_this(), this](const error_code& ec, std::size_t n) {
         if (closed_) return;
-        if (ec) return close();
-        linger();
+        discarded_ += n;
+        if (ec || discarded_ > options_.headerLimit) return close();
+        discard();
     });
 }
 
@@ -711,6 +721,7 @@ void Connection::connect_to(const std::vector<tcp::endpoint>& endpoints, const s
                             }
                             error_code ignored;
                             upstream_.set_option(tcp::no_delay(true), ignored);
+                            upstream_.set_option(asio::socket_base::out_of_band_inline(true), ignored);
                             arm(options_.idleTimeout, true);
                             done(nullptr);
                         });
@@ -773,6 +784,7 @@ void Connection::pump(Pump& p, tcp::socket& from, tcp::socket& to, std::optional
 }
 
 void Connection::pump_step(Pump& p) {
+    error_code ignored;
     for (;;) {
         bool moved = false;
         const bool want_more = !p.eof && (!p.limited || p.remaining > 0);
@@ -791,6 +803,17 @@ void Connection::pump_step(Pump& p) {
                 if (p.limited) return (this->*p.finished)(p, asio::error::eof);
             } else if (errno != EAGAIN && errno != EINTR) {
                 return (this->*p.finished)(p, error_code(errno, boost::system::system_category()));
+            } else if (errno == EAGAIN && p.inPipe == 0 && p.from->at_mark(ignored)) {
+                // TCP urgent data: splice(2) stops before the urgent byte and never moves it,
+                // answering EAGAIN while the socket stays readable, which would spin this loop.
+                // Both sockets keep it inline (SO_OOBINLINE), so it is read here, in its place in
+                // the stream, into the empty pipe, and the relay goes on past it.
+                char byte = 0;
+                if (::recv(p.from->native_handle(), &byte, 1, 0) != 1 || ::write(p.pipeWrite, &byte, 1) != 1)
+                    return (this->*p.finished)(p, asio::error::operation_aborted);
+                p.inPipe += 1;
+                if (p.limited) p.remaining -= 1;
+                moved = true;
             }
         }
         if (p.inPipe > 0) {

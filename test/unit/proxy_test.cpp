@@ -742,6 +742,95 @@ TEST(Proxy, ABodyReadWithItsHeadIsRelayedWholeWhateverTheHeadLimit) {
     EXPECT_EQ(proxy.stop(), 0);
 }
 
+// TCP urgent data (send's MSG_OOB) stops splice(2) at the urgent byte, which it never moves,
+// answering EAGAIN while the socket stays readable. The proxy reads that byte itself, inline,
+// in its place: each byte arrives once and in order, either way through a tunnel and in a body
+// of known length, and the relay goes on after it (before this, it spun on EAGAIN and relayed
+// nothing more).
+TEST(Proxy, AnUrgentByteIsRelayedInItsPlace) {
+    Origin echo(AF_INET, serve_echo);
+    RunningProxy proxy(allowing({"allowed.test"}));
+    const auto send_urgent = [](int fd, const char* before, char urgent, const char* after) {
+        return send_all(fd, before) && ::send(fd, &urgent, 1, MSG_OOB | MSG_NOSIGNAL) == 1 && send_all(fd, after);
+    };
+    {
+        const int client = proxy.client();
+        ASSERT_TRUE(send_all(client, "CONNECT " + at("allowed.test", echo.port()) + " HTTP/1.1\r\n\r\n"));
+        std::string buffered;
+        ASSERT_EQ(read_through(client, buffered, "\r\n\r\n"), "HTTP/1.1 200 Connection established\r\n\r\n");
+        ASSERT_TRUE(send_urgent(client, "before", '!', "after"));
+        ASSERT_TRUE(fill(client, buffered, 12));
+        EXPECT_EQ(buffered, "before!after");
+        expect_echo(client, "and on");
+        ::close(client);
+    }
+    {
+        // From the origin's side: its urgent byte reaches the client in its place.
+        Origin urgent(AF_INET, [&send_urgent](int fd, Origin& self) {
+            if (send_urgent(fd, "AB", 'C', "DE")) serve_echo(fd, self);
+        });
+        const int client = proxy.client();
+        ASSERT_TRUE(send_all(client, "CONNECT " + at("allowed.test", urgent.port()) + " HTTP/1.1\r\n\r\n"));
+        std::string buffered;
+        ASSERT_EQ(read_through(client, buffered, "\r\n\r\n"), "HTTP/1.1 200 Connection established\r\n\r\n");
+        ASSERT_TRUE(fill(client, buffered, 5));
+        EXPECT_EQ(buffered, "ABCDE");
+        expect_echo(client, "and on");
+        ::close(client);
+    }
+    {
+        Origin origin(AF_INET, serve_http);
+        const int client = proxy.client();
+        ASSERT_TRUE(send_all(client, "POST http://" + at("allowed.test", origin.port()) +
+                                         "/echo HTTP/1.1\r\nContent-Length: 12\r\n\r\n"));
+        ASSERT_TRUE(send_urgent(client, "before", '!', "after"));
+        std::string buffered;
+        const HttpReply reply = read_response(client, buffered);
+        EXPECT_EQ(reply.status, 200u);
+        EXPECT_EQ(reply.body, "before!after");
+        ::close(client);
+    }
+    EXPECT_EQ(proxy.stop(), 0);
+}
+
+// A refused client gets a short while to read its answer, counted once from when it was
+// written, and the proxy reads and drops at most a head's worth of what it sends meanwhile:
+// one that goes on writing, fast or slowly, is closed all the same.
+TEST(Proxy, ARefusedClientThatGoesOnWritingIsClosed) {
+    ProxyOptions options = allowing({"allowed.test"});
+    options.headerLimit = 4096;
+    RunningProxy proxy(std::move(options));
+    const std::string refused = "GET http://refused.test/ HTTP/1.1\r\n\r\n";
+    {
+        const int client = proxy.client();
+        ASSERT_TRUE(send_all(client, refused));
+        std::string buffered;
+        EXPECT_EQ(read_response(client, buffered).status, 403u);
+        // 64 MiB offered: the proxy ends the connection long before it has taken them.
+        const std::string piece(64 << 10, 'f');
+        int sent = 0;
+        while (sent < 1024 && send_all(client, piece)) ++sent;
+        EXPECT_LT(sent, 1024) << "the proxy read 64 MiB from a refused client";
+        ::close(client);
+    }
+    {
+        const int client = proxy.client();
+        ASSERT_TRUE(send_all(client, refused));
+        std::string buffered;
+        EXPECT_EQ(read_response(client, buffered).status, 403u);
+        // A byte every 50 ms for up to the hang guard: the linger (2 s) is not made longer by them.
+        int sent = 0;
+        const int most = kHangGuardSeconds * 20;
+        while (sent < most && send_all(client, "s")) {
+            ++sent;
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+        EXPECT_LT(sent, most) << "a refused client that writes a byte at a time kept its connection";
+        ::close(client);
+    }
+    EXPECT_EQ(proxy.stop(), 0);
+}
+
 TEST(Proxy, ServesEveryListeningSocket) {
     PROXY_REQUIRE(ipv6_loopback_works(), "no IPv6 loopback (::1) on this host");
     Origin origin(AF_INET, serve_http);
