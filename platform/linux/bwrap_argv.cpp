@@ -119,9 +119,10 @@ std::vector<std::string> writable_roots(const SandboxPolicy& policy, const Layou
 
 std::vector<std::string> enforcement_gaps(const Layout& layout) {
     if (layout.landlockScope) return {};
-    return {"signals: the command can signal every process of its process group outside the sandbox with "
-            "kill(0, ...): bubblewrap itself and, when a script runs dsh-confine (no job control), the script's "
-            "shell and its other children (the stage scopes signals with Landlock from ABI 6)"};
+    return {"signals: where the call has a controlling terminal, the command can signal every process of its "
+            "process group outside the sandbox with kill(0, ...): bubblewrap itself and, when a script runs "
+            "dsh-confine (no job control), the script's shell and its other children (without a controlling "
+            "terminal the command runs in a session of its own; the stage scopes signals with Landlock from ABI 6)"};
 }
 
 std::vector<std::string> denial_signatures(const SandboxPolicy& policy) {

@@ -172,6 +172,25 @@ long drop_capabilities(const char*& what) noexcept {
     return call_with(SYS_capset, &header, none);
 }
 
+// The command's own session, where the call has no controlling terminal. In the caller's
+// session the command could have the kernel signal the caller's process group, which no
+// Landlock scope sees: a group left orphaned with a stopped member is sent SIGHUP and SIGCONT
+// (kill_orphaned_pgrp), and setpgid(2) lets any process of the session join the caller's group
+// to leave it so. A session is the boundary setpgid cannot cross. With a controlling terminal
+// the command keeps the caller's session, so that the terminal's keys and job control reach it
+// (docs/security.md names what that leaves). /dev/tty is the kernel's name for the controlling
+// terminal (ENXIO: none); opening it reads nothing and takes no terminal (O_NOCTTY, O_NONBLOCK).
+// setsid fails where this process leads a process group: then the caller gave it a group, or a
+// session, of its own.
+void leave_callers_session() noexcept {
+    const long tty = call_with(SYS_openat, AT_FDCWD, "/dev/tty", O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+    if (tty >= 0) {
+        call_with(SYS_close, tty);
+        return;
+    }
+    if (tty == -ENXIO) call_with(SYS_setsid);
+}
+
 // Every descriptor above 2 close-on-exec, but `keep`: 0 or -errno. Before Linux 5.11 (no
 // close_range) the open descriptors are listed from /proc/self/fd, not every possible number
 // tried: the same cost whatever RLIMIT_NOFILE is.
@@ -228,6 +247,7 @@ int Launch::run() const noexcept {
         call_with(SYS_write, 2, failure_.data(), failure_.size());
         return failureStatus_;
     }
+    leave_callers_session();
     if (const long set = prctl_raw(PR_SET_NO_NEW_PRIVS, 1); set != 0) return step_failed(errorCode_, "no_new_privs", set);
     sock_fprog program{static_cast<unsigned short>(guard_.size()), const_cast<sock_filter*>(guard_.data())};
     if (const long set = call_with(SYS_prctl, PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program, 0, 0); set != 0)

@@ -32,7 +32,8 @@ bool has_sys_admin();
 // command, such as the stage holding a call open): 0, or -errno.
 long drop_all_capabilities() noexcept;
 
-// Those last steps, made ready in two parts. In run(), in this order: no_new_privs; the guard
+// Those last steps, made ready in two parts. In run(), in this order: a session of its own
+// where the call has no controlling terminal (runner.cpp says why); no_new_privs; the guard
 // (tty_guard.hpp); every capability dropped (bounding, ambient, effective, permitted,
 // inheritable, and root's exec-time grant locked off by securebits, so the command cannot
 // regain any); the ruleset; every descriptor above 2 but the kept ones marked close-on-exec

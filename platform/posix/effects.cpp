@@ -104,15 +104,21 @@ int allocate(int fd, off_t size) {
 #endif
 }
 
-// The sentinel's life: SIGUSR1 and SIGUSR2 blocked, `ready` written to `ready_fd`, then SIGUSR2
-// awaited. Whether a SIGUSR1 came meanwhile: blocked, it stays pending, never lost or handled.
-bool wait_as_sentinel(int ready_fd, const char* ready, std::size_t size) {
-    sigset_t both;
-    sigemptyset(&both);
-    sigaddset(&both, SIGUSR1);
-    sigaddset(&both, SIGUSR2);
-    sigprocmask(SIG_BLOCK, &both, nullptr);
-    if (write(ready_fd, ready, size) != static_cast<ssize_t>(size)) return false;
+// The signals a sentinel watches: SIGUSR1 (what the tests' commands send), and SIGHUP and
+// SIGCONT (what the kernel itself sends a process group it finds orphaned with a stopped member).
+constexpr int kWatched[] = {SIGUSR1, SIGHUP, SIGCONT};
+constexpr const char* kWatchedNames[] = {"USR1", "HUP", "CONT"};
+
+// The sentinel's life: the watched signals and SIGUSR2 blocked, `ready` written to `ready_fd`,
+// then SIGUSR2 awaited. Which watched signals came meanwhile, one bit each in kWatched's order:
+// blocked, they stay pending, never lost or handled (a blocked SIGCONT still continues).
+unsigned wait_as_sentinel(int ready_fd, const char* ready, std::size_t size) {
+    sigset_t blocked;
+    sigemptyset(&blocked);
+    for (int sig : kWatched) sigaddset(&blocked, sig);
+    sigaddset(&blocked, SIGUSR2);
+    sigprocmask(SIG_BLOCK, &blocked, nullptr);
+    if (write(ready_fd, ready, size) != static_cast<ssize_t>(size)) return 0;
     sigset_t asked;
     sigemptyset(&asked);
     sigaddset(&asked, SIGUSR2);
@@ -121,7 +127,10 @@ bool wait_as_sentinel(int ready_fd, const char* ready, std::size_t size) {
     }
     sigset_t pending;
     sigpending(&pending);
-    return sigismember(&pending, SIGUSR1) == 1;
+    unsigned got = 0;
+    for (std::size_t i = 0; i < std::size(kWatched); ++i)
+        if (sigismember(&pending, kWatched[i]) == 1) got |= 1U << i;
+    return got;
 }
 
 }  // namespace
@@ -304,11 +313,45 @@ int perform_effect(const std::string& op, const std::vector<std::string>& a) {
         const pid_t whom = op == "signal-group" ? 0 : -1;
         return kill(whom, SIGUSR1) == 0 ? 0 : refused(op == "signal-group" ? "kill(0, SIGUSR1)" : "kill(-1, SIGUSR1)");
     }
-    // The tests' sentinel (start_signal_sentinel is doctor's): "ready" on stdout once SIGUSR1 is
-    // blocked, then, on SIGUSR2, "USR1" or "none" into the file a[0].
+    // The kernel made to signal this process's group (the outside review's way past the signal
+    // scope): a grandchild stays in the group and stops itself; its parent moves to a group of
+    // its own in the same session and ends. The kernel then finds the group orphaned with a
+    // stopped member and sends the whole group SIGHUP and SIGCONT, with no permission check. This
+    // process is in the group and ignores SIGHUP; the grandchild, continued or not, is ended.
+    if (op == "orphan-group") {
+        std::signal(SIGHUP, SIG_IGN);
+        int told[2];
+        if (!make_pipe(told)) return refused("pipe");
+        const pid_t child = fork();
+        if (child == 0) {
+            const pid_t grandchild = fork();
+            if (grandchild == 0) {
+                raise(SIGSTOP);
+                _exit(0);
+            }
+            int status = 0;
+            waitpid(grandchild, &status, WUNTRACED);
+            const bool moved = setpgid(0, 0) == 0;
+            _exit(write(told[1], &grandchild, sizeof grandchild) == sizeof grandchild && moved ? 0 : 1);
+        }
+        close(told[1]);
+        pid_t grandchild = -1;
+        const bool heard = read(told[0], &grandchild, sizeof grandchild) == sizeof grandchild;
+        close(told[0]);
+        int status = 0;
+        waitpid(child, &status, 0);
+        if (heard && grandchild > 0) kill(grandchild, SIGKILL);
+        return heard && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : refused("orphaning the process group");
+    }
+    // The tests' sentinel (start_signal_sentinel is doctor's): "ready" on stdout once the watched
+    // signals are blocked, then, on SIGUSR2, those that came ("USR1", "HUP CONT", ...) or "none"
+    // into the file a[0].
     if (op == "sentinel" && need(1)) {
-        const bool signalled = wait_as_sentinel(1, "ready\n", 6);
-        std::ofstream(a[0]) << (signalled ? "USR1\n" : "none\n");
+        const unsigned got = wait_as_sentinel(1, "ready\n", 6);
+        std::string names;
+        for (std::size_t i = 0; i < std::size(kWatched); ++i)
+            if (got & (1U << i)) names += (names.empty() ? "" : " ") + std::string(kWatchedNames[i]);
+        std::ofstream(a[0]) << (names.empty() ? "none" : names) << "\n";
         return 0;
     }
 #if defined(__linux__)
@@ -419,7 +462,7 @@ SignalSentinel start_signal_sentinel() {
     const pid_t pid = fork();
     if (pid == 0) {
         setpgid(0, 0);
-        const char said = wait_as_sentinel(ready[1], "r", 1) ? '1' : '0';
+        const char said = (wait_as_sentinel(ready[1], "r", 1) & 1U) != 0 ? '1' : '0';  // SIGUSR1
         _exit(write(answer[1], &said, 1) == 1 ? 0 : 1);
     }
     close(ready[1]);

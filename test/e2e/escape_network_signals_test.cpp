@@ -409,10 +409,10 @@ INSTANTIATE_TEST_SUITE_P(Linux, NetlinkToHost, ::testing::ValuesIn(every_combina
 
 // The caller: a script that starts a sentinel in its own process group (no job control: every
 // child shares the group, as a script's do), waits until it is ready, runs the call, then asks
-// the sentinel whether SIGUSR1 reached it. The script traps SIGUSR1 itself so that it always
-// gets to ask. Prints the call's status.
+// the sentinel which signals reached it. The script traps SIGUSR1 and SIGHUP itself so that it
+// always gets to ask. Prints the call's status.
 const char* kCaller = R"(self=$1 record=$2 fifo=$3; shift 3
-trap : USR1
+trap : USR1 HUP
 mkfifo "$fifo" || exit 90
 "$self" __effect sentinel "$record" > "$fifo" &
 sentinel=$!
@@ -430,7 +430,8 @@ protected:
     // the call's status) with anything that went wrong, for `command` run in this test's form,
     // or unconfined (`confine` false).
     std::pair<std::string, std::string> attempt(const std::vector<std::string>& command, bool confine,
-                                                const std::vector<std::string>& prefix, const std::string& name) const {
+                                                const std::vector<std::string>& prefix, const std::string& name,
+                                                bool terminal = false) const {
         const std::string record = base / ("record-" + name), fifo = base / ("fifo-" + name);
         std::vector<std::string> script = {"/bin/sh", "-c", kCaller, "sh", self, record, fifo};
         std::vector<std::string> argv = {e2e::binary(), "--mode", "danger-full-access", "--"};
@@ -439,6 +440,7 @@ protected:
         script.insert(script.end(), argv.begin(), argv.end());
         e2e::RunOptions o = options();
         o.prefix = prefix;
+        o.pty = terminal;
         const e2e::Result r = e2e::run_program(script, o);
         std::string said = r.out.substr(std::min(r.out.size(), r.out.rfind("status=")));
         if (r.status != 0) said += " (the caller exited " + std::to_string(r.status) + ")";
@@ -458,15 +460,21 @@ protected:
     }
 };
 
+// With a controlling terminal (the caller leads a session on a pseudo-terminal) the command
+// stays in the caller's session and process group, and only the Landlock scope keeps kill(0)
+// in; without one it also has a session of its own.
 TEST_P(SignalsToCallersGroup, KillZeroReachesNothingOutsideTheSandbox) {
     E2E_REQUIRE(!names_signals_gap(), backend + " names a signals gap on this kernel (Landlock before ABI 6)");
-    const auto [record, said] = attempt(signalling(false), true, {}, "group");
-    EXPECT_EQ(record, "none") << "a process of the caller's group received SIGUSR1; " << said;
-    EXPECT_EQ(said, "status=0") << "the call did not end normally (bubblewrap killed?)";
-    if (form != "exec") return;
-    // The control: unconfined, the same command reaches the sentinel.
-    const auto [control, control_said] = attempt(signalling(false), false, {}, "control");
-    EXPECT_EQ(control, "USR1") << control_said;
+    for (const bool terminal : {true, false}) {
+        const std::string name = terminal ? "group-tty" : "group";
+        const auto [record, said] = attempt(signalling(false), true, {}, name, terminal);
+        EXPECT_EQ(record, "none") << "a process of the caller's group received SIGUSR1; " << name << ": " << said;
+        EXPECT_EQ(said, "status=0") << "the call did not end normally (bubblewrap killed?); " << name;
+        if (form != "exec") continue;
+        // The control: unconfined, the same command reaches the sentinel.
+        const auto [control, control_said] = attempt(signalling(false), false, {}, name + "-control", terminal);
+        EXPECT_EQ(control, "USR1") << name << ": " << control_said;
+    }
 }
 
 // kill(-1, ...) reaches every process the command may signal. It runs in a PID namespace of its
@@ -492,11 +500,33 @@ TEST_P(SignalsToCallersGroup, KillMinusOneReachesNothingOutsideTheSandbox) {
     EXPECT_EQ(control, "USR1") << control_said;
 }
 
+// The kernel's own signals to a process group: the command leaves its group orphaned with a
+// stopped member (the effect orphan-group), and the kernel sends the whole group SIGHUP and
+// SIGCONT, no permission checked, no Landlock scope consulted. The caller leads a session of its
+// own without a terminal (setsid), as a service, a CI job or a harness started so does: no
+// process of its group has a parent in another group of the session, so a group of it left with
+// a stopped member is orphaned. Without a controlling terminal the command runs in a session of
+// its own, which no setpgid(2) of its leaves for the caller's group.
+TEST_P(SignalsToCallersGroup, AnOrphanedGroupsSignalsReachNothingOutside) {
+    E2E_REQUIRE(e2e::exists("/usr/bin/setsid"), "no setsid (util-linux)");
+    const std::vector<std::string> own_session = {"/usr/bin/setsid", "--wait"};
+    const std::vector<std::string> orphaning = {"/bin/sh", "-c", "exec \"$0\" __effect orphan-group", self};
+    const auto [record, said] = attempt(orphaning, true, own_session, "orphan");
+    EXPECT_EQ(record, "none") << "the kernel signalled the caller's process group; " << said;
+    EXPECT_EQ(said, "status=0") << "the command could not orphan its group, or the call did not end normally";
+    if (form != "exec") return;
+    // The control: unconfined, the same command has the kernel signal the caller's group.
+    // (The kernel sends SIGHUP, then SIGCONT; this one's SIGHUP has not been seen to arrive.)
+    const auto [control, control_said] = attempt(orphaning, false, own_session, "orphan-control");
+    EXPECT_NE(control.find("CONT"), std::string::npos) << control << "; " << control_said;
+}
+
 INSTANTIATE_TEST_SUITE_P(Linux, SignalsToCallersGroup, ::testing::ValuesIn(every_combination()), e2e::backend_caller_name);
 
 // Where the kernel has no Landlock (no_landlock makes its syscalls fail, as on such a kernel), the
-// bubblewrap plan names the signals gap, and the gap is what it says: kill(0) reaches the
-// caller's group, bubblewrap included. So the check above can fail, and the gap is exact.
+// bubblewrap plan names the signals gap, and the gap is what it says: with a controlling terminal
+// (the caller leads a session on a pseudo-terminal), kill(0) reaches the caller's group,
+// bubblewrap included. So the check above can fail, and the gap is exact.
 class SignalsGapWithoutLandlock : public SignalsToCallersGroup {};
 
 TEST_P(SignalsGapWithoutLandlock, TheNamedGapIsTheCallersProcessGroup) {
@@ -508,7 +538,7 @@ TEST_P(SignalsGapWithoutLandlock, TheNamedGapIsTheCallersProcessGroup) {
         if (text.get<std::string>().rfind("signals:", 0) == 0) gap = text.get<std::string>();
     EXPECT_NE(gap.find("kill(0, ...)"), std::string::npos) << plan.dump();
     EXPECT_EQ(plan.value("enforcement", ""), "partial");
-    const auto [record, said] = attempt(signalling(false), true, {NO_LANDLOCK_BINARY}, "gap");
+    const auto [record, said] = attempt(signalling(false), true, {NO_LANDLOCK_BINARY}, "gap", true);
     EXPECT_EQ(record, "USR1") << said;
     EXPECT_EQ(said.rfind("status=138", 0), 0u) << "bubblewrap was not killed: " << said;
 }
