@@ -517,6 +517,11 @@ GitPlan plan_git_protection(const std::vector<std::string>& roots, GitMode mode,
             "git: HEAD, objects/ and refs/ stay writable (git replaces HEAD on every switch and rebase); a repository the "
             "command leaves invalid (which makes git take the directory above it for a bare repository) is made valid "
             "again when the call ends, but a git you run in the workspace while the call runs sees it as the command left it");
+    if (plan.repositories.empty())
+        plan.notes.push_back(
+            "git: no repository was found in the writable roots: a repository a root lies inside (a project of a larger "
+            "repository) is not looked for nor protected, and one the command makes at a root's top (git init) is the one "
+            "every git run in that root uses after the call, its hooks and config included");
     plan.notes.push_back(
         "git: a repository the command creates is not protected: git run inside it, or a git at the top that recurses "
         "into submodules (status, submodule update, fetch, pull) once the command has registered it as one (a gitlink in "

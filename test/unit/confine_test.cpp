@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -467,6 +468,20 @@ TEST_F(ProtectedPathsFound, ARootsRepositoryItsNamingPathsReadOnlyItsLayoutKeptA
     EXPECT_TRUE(plan.madeDirectories.empty());
     EXPECT_FALSE(plan.notes.empty());
     EXPECT_FALSE(plan.bounded);
+}
+
+// A root with no repository in it may lie inside one (a monorepo's project), which is not looked
+// for: the plan says so, and only then.
+TEST_F(ProtectedPathsFound, ARootWithoutARepositorySaysWhatARepositoryAboveItGets) {
+    const auto says_so = [](const GitPlan& plan) {
+        return std::any_of(plan.notes.begin(), plan.notes.end(),
+                           [](const std::string& note) { return note.find("no repository was found") != std::string::npos; });
+    };
+    const std::string ws = tmp.dir("monorepo/project");
+    repository("monorepo/.git");
+    EXPECT_TRUE(says_so(plan_git_protection({ws}, GitMode::Protect, defaults)));
+    repository("monorepo/project/.git");
+    EXPECT_FALSE(says_so(plan_git_protection({ws}, GitMode::Protect, defaults)));
 }
 
 TEST_F(ProtectedPathsFound, AMissingHooksDirectoryIsMadeAndAWorktreeConfigGitWouldReadToo) {
