@@ -15,7 +15,7 @@
 # default 300 MiB), BENCH_PIPE_ROUNDS (default 21), BENCH_PARALLEL (loops at once, default 8),
 # BENCH_PARALLEL_SECONDS (each command's time under them, default 5), BENCH_CLASSIFY_ROUNDS
 # (default 7), BENCH_MB (size of the classify input in MiB, default 300), BENCH_LINK_RATES (the
-# shaped link's rates in tc's syntax, comma-separated, default 1gbit,10gbit; empty skips them),
+# shaped link's rates in tc's syntax, comma-separated, default 1gbit,12gbit; empty skips them),
 # BENCH_LINK_RUNS (downloads by each route at each rate, default 3), BENCH_KEEP=1 keeps the
 # work directory. Runs as root or not; a backend this host cannot use is reported and skipped.
 # See docs/performance.md for what each row means and the figures on the reference machine.
@@ -526,7 +526,7 @@ echo
 # behind a veth pair shaped to each rate, the client and the proxy on loopback as in a real call
 # (test/bench/proxy_bench.cpp, --link). It skips itself, with one line, where it cannot make the
 # namespaces (neither root nor an unprivileged user namespace) or iproute2 is missing.
-link_rates=${BENCH_LINK_RATES-1gbit,10gbit}
+link_rates=${BENCH_LINK_RATES-1gbit,12gbit}
 proxy_bench=$build/test/bench/proxy_bench
 if [ -z "$link_rates" ]; then
     echo "shaped link: skipped (BENCH_LINK_RATES is empty)"
