@@ -14,7 +14,9 @@
 # BENCH_ROUNDS (exec rounds per pass, default 300), BENCH_PIPE_MB (stdout through a pipe,
 # default 300 MiB), BENCH_PIPE_ROUNDS (default 21), BENCH_PARALLEL (loops at once, default 8),
 # BENCH_PARALLEL_SECONDS (each command's time under them, default 5), BENCH_CLASSIFY_ROUNDS
-# (default 7), BENCH_MB (size of the classify input in MiB, default 300), BENCH_KEEP=1 keeps the
+# (default 7), BENCH_MB (size of the classify input in MiB, default 300), BENCH_LINK_RATES (the
+# shaped link's rates in tc's syntax, comma-separated, default 1gbit,12gbit; empty skips them),
+# BENCH_LINK_RUNS (downloads by each route at each rate, default 3), BENCH_KEEP=1 keeps the
 # work directory. Runs as root or not; a backend this host cannot use is reported and skipped.
 # See docs/performance.md for what each row means and the figures on the reference machine.
 set -u
@@ -516,6 +518,23 @@ else
     printf '%-44s %9s %18s  %s\n' "classify, one 64 MiB line (--stderr)" "$(awk -v k="$line" 'BEGIN { printf "%.1f", k / 1024 }')" "< 32 MiB" "$(judge "$line")"
     printf '%-44s %9s %18s  %s\n' "classify, one 64 MiB line (stdin)" "$(awk -v k="$piped" 'BEGIN { printf "%.1f", k / 1024 }')" "< 32 MiB" "$(judge "$piped")"
     printf '%-44s %9s\n' "grep -c -i -F, one 64 MiB line (reference)" "$(awk -v k="$grepped" 'BEGIN { printf "%.1f", k / 1024 }')"
+fi
+echo
+
+# ---------------------------------------------------------------------------------------
+# The proxy's bytes across a shaped link: the origin in a network namespace of proxy_bench's own,
+# behind a veth pair shaped to each rate, the client and the proxy on loopback as in a real call
+# (test/bench/proxy_bench.cpp, --link). It skips itself, with one line, where it cannot make the
+# namespaces (neither root nor an unprivileged user namespace) or iproute2 is missing.
+link_rates=${BENCH_LINK_RATES-1gbit,12gbit}
+proxy_bench=$build/test/bench/proxy_bench
+if [ -z "$link_rates" ]; then
+    echo "shaped link: skipped (BENCH_LINK_RATES is empty)"
+elif [ -x "$proxy_bench" ]; then
+    echo "timing downloads across a shaped link at $link_rates ..."
+    "$proxy_bench" --link "$link_rates" --runs "${BENCH_LINK_RUNS:-3}"
+else
+    echo "shaped link: skipped: $proxy_bench not built (test/bench needs Google Benchmark)"
 fi
 echo
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null)"

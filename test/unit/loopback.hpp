@@ -100,17 +100,22 @@ inline std::uint16_t closed_port() {
     return port;
 }
 
-inline int connect_to(int family, std::uint16_t port) {
-    const int fd = ::socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+// A connection to `address` (`what` names it in the error), with the hang guard.
+inline int connect_to(const sockaddr_storage& address, socklen_t size, const std::string& what) {
+    const int fd = ::socket(address.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) fail("socket");
-    socklen_t size = 0;
-    const sockaddr_storage address = loopback_address(family, port, size);
     if (::connect(fd, reinterpret_cast<const sockaddr*>(&address), size) != 0) {
         ::close(fd);
-        fail("connect to loopback port " + std::to_string(port));
+        fail("connect to " + what);
     }
     guard(fd);
     return fd;
+}
+
+inline int connect_to(int family, std::uint16_t port) {
+    socklen_t size = 0;
+    const sockaddr_storage address = loopback_address(family, port, size);
+    return connect_to(address, size, "loopback port " + std::to_string(port));
 }
 
 inline bool send_all(int fd, std::string_view data) {
@@ -225,15 +230,22 @@ inline HttpReply read_response(int fd, std::string& buffered, bool headRequest =
     return reply;
 }
 
-// A server on loopback that hands each connection it accepts to `serve` on a thread of its
-// own, and counts them. stop() (or the destructor) also counts connections still waiting in
-// the backlog, so after the proxy has ended, accepted() is every connection ever made to it.
+// A server on loopback (or on a listening socket given) that hands each connection it accepts
+// to `serve` on a thread of its own, and counts them. stop() (or the destructor) also counts
+// connections still waiting in the backlog, so after the proxy has ended, accepted() is every
+// connection ever made to it.
 class Origin {
 public:
     using Serve = std::function<void(int fd, Origin& origin)>;
 
-    Origin(int family, Serve serve) : serve_(std::move(serve)) {
-        listen_ = listen_on(family);
+    // A listening socket the caller made, which the Origin owns from then on: bound to any
+    // address, in any network namespace (a socket keeps the one it was made in).
+    struct Listening {
+        int fd;
+    };
+
+    Origin(int family, Serve serve) : Origin(Listening{listen_on(family)}, std::move(serve)) {}
+    Origin(Listening listening, Serve serve) : serve_(std::move(serve)), listen_(listening.fd) {
         port_ = port_of(listen_);
         if (::pipe2(stop_, O_CLOEXEC) != 0) fail("pipe2");
         acceptor_ = std::thread([this] { accept_loop(); });
