@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <linux/seccomp.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -172,23 +173,25 @@ long drop_capabilities(const char*& what) noexcept {
     return call_with(SYS_capset, &header, none);
 }
 
-// The command's own session, where the call has no controlling terminal. In the caller's
+// The command's own session, unless the call has a controlling terminal. In the caller's
 // session the command could have the kernel signal the caller's process group, which no
 // Landlock scope sees: a group left orphaned with a stopped member is sent SIGHUP and SIGCONT
 // (kill_orphaned_pgrp), and setpgid(2) lets any process of the session join the caller's group
 // to leave it so. A session is the boundary setpgid cannot cross. With a controlling terminal
 // the command keeps the caller's session, so that the terminal's keys and job control reach it
-// (docs/security.md names what that leaves). /dev/tty is the kernel's name for the controlling
-// terminal (ENXIO: none); opening it reads nothing and takes no terminal (O_NOCTTY, O_NONBLOCK).
-// setsid fails where this process leads a process group: then the caller gave it a group, or a
-// session, of its own.
+// (docs/security.md names what that leaves). The terminal is known by /dev/tty, the kernel's
+// name for it, answering TIOCGPGRP (which only the controlling terminal does): a /dev/tty that
+// is missing, refused, or not that terminal (a container's /dev, a bind of /dev/null) is no
+// evidence of one, and the command gets its session. Opening it reads nothing and takes no
+// terminal (O_NOCTTY, O_NONBLOCK). setsid fails where this process leads a process group or
+// its session (a caller that made it a group's leader, or exec'd it as its session's leader):
+// docs/security.md names that too.
 void leave_callers_session() noexcept {
     const long tty = call_with(SYS_openat, AT_FDCWD, "/dev/tty", O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
-    if (tty >= 0) {
-        call_with(SYS_close, tty);
-        return;
-    }
-    if (tty == -ENXIO) call_with(SYS_setsid);
+    int group = 0;
+    const bool terminal = tty >= 0 && call_with(SYS_ioctl, tty, TIOCGPGRP, &group) == 0;
+    if (tty >= 0) call_with(SYS_close, tty);
+    if (!terminal) call_with(SYS_setsid);
 }
 
 // Every descriptor above 2 close-on-exec, but `keep`: 0 or -errno. Before Linux 5.11 (no

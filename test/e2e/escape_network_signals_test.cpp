@@ -514,6 +514,16 @@ TEST_P(SignalsToCallersGroup, AnOrphanedGroupsSignalsReachNothingOutside) {
     const auto [record, said] = attempt(orphaning, true, own_session, "orphan");
     EXPECT_EQ(record, "none") << "the kernel signalled the caller's process group; " << said;
     EXPECT_EQ(said, "status=0") << "the command could not orphan its group, or the call did not end normally";
+    // The same where /dev/tty is not the terminal device (a bind of /dev/null in a mount
+    // namespace of the caller's own, as a container's /dev may have it): opening it succeeds, and
+    // is still no controlling terminal.
+    E2E_REQUIRE(e2e::exists("/usr/bin/unshare"), "no unshare (util-linux)");
+    const std::vector<std::string> no_tty_device = {
+        "/usr/bin/unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c",
+        "mount --bind /dev/null /dev/tty && exec /usr/bin/setsid --wait \"$@\"", "sh"};
+    const auto [replaced, replaced_said] = attempt(orphaning, true, no_tty_device, "orphan-devnull");
+    EXPECT_EQ(replaced, "none") << "/dev/tty a bind of /dev/null: the kernel signalled the caller's group; " << replaced_said;
+    EXPECT_EQ(replaced_said, "status=0") << "/dev/tty a bind of /dev/null";
     if (form != "exec") return;
     // The control: unconfined, the same command has the kernel signal the caller's group.
     // (The kernel sends SIGHUP, then SIGCONT; this one's SIGHUP has not been seen to arrive.)
