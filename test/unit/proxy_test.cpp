@@ -144,6 +144,13 @@ int socks_reply_code(int fd, std::string& buffered) {
     return code;
 }
 
+// A CONNECT to allowed.test:`port` on `client`, and whether the proxy answered that the tunnel is
+// open; what came after its answer stays in `buffered`.
+bool tunnel_opened(int client, std::uint16_t port, std::string& buffered) {
+    return send_all(client, "CONNECT " + at("allowed.test", port) + " HTTP/1.1\r\n\r\n") &&
+           read_through(client, buffered, "\r\n\r\n") == "HTTP/1.1 200 Connection established\r\n\r\n";
+}
+
 // Bytes through an open tunnel come back from the echo origin.
 void expect_echo(int fd, const std::string& data, std::string buffered = {}) {
     ASSERT_TRUE(send_all(fd, data));
@@ -633,9 +640,8 @@ TEST(Proxy, ConnectionsBeyondTheBoundAreClosedAtOnce) {
     options.maxConnections = 1;
     RunningProxy proxy(std::move(options));
     const int first = proxy.client();
-    ASSERT_TRUE(send_all(first, "CONNECT " + at("allowed.test", origin.port()) + " HTTP/1.1\r\n\r\n"));
     std::string buffered;
-    ASSERT_EQ(read_through(first, buffered, "\r\n\r\n"), "HTTP/1.1 200 Connection established\r\n\r\n");
+    ASSERT_TRUE(tunnel_opened(first, origin.port(), buffered));
     const int second = proxy.client();
     EXPECT_EQ(read_to_end(second), "");
     ::close(second);
@@ -661,9 +667,8 @@ TEST(Proxy, IdleAndSlowConnectionsAreClosed) {
     ::close(slow);
     // A tunnel nothing moves through.
     const int idle = proxy.client();
-    ASSERT_TRUE(send_all(idle, "CONNECT " + at("allowed.test", origin.port()) + " HTTP/1.1\r\n\r\n"));
     std::string buffered;
-    ASSERT_EQ(read_through(idle, buffered, "\r\n\r\n"), "HTTP/1.1 200 Connection established\r\n\r\n");
+    ASSERT_TRUE(tunnel_opened(idle, origin.port(), buffered));
     EXPECT_EQ(read_to_end(idle), "");
     ::close(idle);
     EXPECT_EQ(proxy.stop(), 0);
@@ -745,8 +750,8 @@ TEST(Proxy, ABodyReadWithItsHeadIsRelayedWholeWhateverTheHeadLimit) {
 // TCP urgent data (send's MSG_OOB) stops splice(2) at the urgent byte, which it never moves,
 // answering EAGAIN while the socket stays readable. The proxy reads that byte itself, inline,
 // in its place: each byte arrives once and in order, either way through a tunnel and in a body
-// of known length, and the relay goes on after it (before this, it spun on EAGAIN and relayed
-// nothing more).
+// of known length, and the relay goes on after it (a pump that only waited for readiness again
+// would spin there and relay nothing more).
 TEST(Proxy, AnUrgentByteIsRelayedInItsPlace) {
     Origin echo(AF_INET, serve_echo);
     RunningProxy proxy(allowing({"allowed.test"}));
@@ -755,9 +760,8 @@ TEST(Proxy, AnUrgentByteIsRelayedInItsPlace) {
     };
     {
         const int client = proxy.client();
-        ASSERT_TRUE(send_all(client, "CONNECT " + at("allowed.test", echo.port()) + " HTTP/1.1\r\n\r\n"));
         std::string buffered;
-        ASSERT_EQ(read_through(client, buffered, "\r\n\r\n"), "HTTP/1.1 200 Connection established\r\n\r\n");
+        ASSERT_TRUE(tunnel_opened(client, echo.port(), buffered));
         ASSERT_TRUE(send_urgent(client, "before", '!', "after"));
         ASSERT_TRUE(fill(client, buffered, 12));
         EXPECT_EQ(buffered, "before!after");
@@ -770,9 +774,8 @@ TEST(Proxy, AnUrgentByteIsRelayedInItsPlace) {
             if (send_urgent(fd, "AB", 'C', "DE")) serve_echo(fd, self);
         });
         const int client = proxy.client();
-        ASSERT_TRUE(send_all(client, "CONNECT " + at("allowed.test", urgent.port()) + " HTTP/1.1\r\n\r\n"));
         std::string buffered;
-        ASSERT_EQ(read_through(client, buffered, "\r\n\r\n"), "HTTP/1.1 200 Connection established\r\n\r\n");
+        ASSERT_TRUE(tunnel_opened(client, urgent.port(), buffered));
         ASSERT_TRUE(fill(client, buffered, 5));
         EXPECT_EQ(buffered, "ABCDE");
         expect_echo(client, "and on");
@@ -858,9 +861,8 @@ TEST(Proxy, LifetimePipeEndsRunProxyAndItsConnections) {
     Origin origin(AF_INET, serve_echo);
     RunningProxy proxy(allowing({"allowed.test"}));
     const int client = proxy.client();
-    ASSERT_TRUE(send_all(client, "CONNECT " + at("allowed.test", origin.port()) + " HTTP/1.1\r\n\r\n"));
     std::string buffered;
-    ASSERT_EQ(read_through(client, buffered, "\r\n\r\n"), "HTTP/1.1 200 Connection established\r\n\r\n");
+    ASSERT_TRUE(tunnel_opened(client, origin.port(), buffered));
     expect_echo(client, "open", buffered);
     EXPECT_EQ(proxy.stop(), 0);
     EXPECT_EQ(read_to_end(client), "");  // the tunnel was closed with the proxy
