@@ -15,6 +15,7 @@
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <sys/prctl.h>
+#include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -308,16 +309,9 @@ bool hide(const std::string& path, const std::vector<Target>& writable, std::set
 // restored (git_check.hpp) before the stage exits with the command's status, so the caller's next
 // git, started when dsh-confine returns, finds them restored. The command cannot signal or trace
 // the stage where the stage's Landlock scope holds (the command's domain is its own); a signal
-// sent to the stage by kill (run forwards its signals here) is passed on to the command, and
-// one from the terminal reached the command's process group already.
-volatile sig_atomic_t g_command = 0;
-constexpr int kPassedOn[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
-
-void pass_on(int sig, siginfo_t* info, void*) {
-    if (g_command > 0 && (info->si_code == SI_USER || info->si_code == SI_QUEUE || info->si_code == SI_TKILL))
-        kill(g_command, sig);
-}
-
+// sent to the stage by kill (run forwards its signals here) is passed on to the command's
+// process group (linux_runner::pass_signals_on), and one from the terminal reached that group
+// already.
 int hold_and_check(const linux_runner::Launch& launch, const std::vector<git_check::Recorded>& checks,
                    const StageRequest& request) {
     sigset_t all, before;
@@ -333,12 +327,7 @@ int hold_and_check(const linux_runner::Launch& launch, const std::vector<git_che
         sigprocmask(SIG_SETMASK, &before, nullptr);
         _exit(launch.run());
     }
-    g_command = child;
-    struct sigaction action {};
-    action.sa_sigaction = pass_on;
-    action.sa_flags = SA_SIGINFO | SA_RESTART;
-    sigemptyset(&action.sa_mask);
-    for (int sig : kPassedOn) sigaction(sig, &action, nullptr);
+    linux_runner::pass_signals_on(child);
     signal(SIGPIPE, SIG_IGN);  // a reader of stderr gone must not stop the repairs
     sigprocmask(SIG_SETMASK, &before, nullptr);
     linux_runner::drop_all_capabilities();
@@ -356,6 +345,12 @@ int hold_and_check(const linux_runner::Launch& launch, const std::vector<git_che
     for (;;) {
         int st = 0;
         const pid_t done = waitpid(-1, &st, 0);
+        if (done == child && WIFSTOPPED(st)) {
+            // A stop only a tracer hears of: the command made the stage its tracer
+            // (PTRACE_TRACEME). Let go of it, its signal delivered.
+            ptrace(PTRACE_DETACH, child, nullptr, WSTOPSIG(st));
+            continue;
+        }
         if (done == child) {
             status = st;
             break;
@@ -375,18 +370,7 @@ int hold_and_check(const linux_runner::Launch& launch, const std::vector<git_che
     }
     for (const auto& line : said) std::fprintf(stderr, "%s\n", line.c_str());
     std::fflush(stderr);
-    if (WIFEXITED(status)) _exit(WEXITSTATUS(status));
-    // Ended by a signal: end the same way (bubblewrap's init reports 128+N either way).
-    const int sig = WTERMSIG(status);
-    const rlimit no_core{0, 0};
-    setrlimit(RLIMIT_CORE, &no_core);
-    signal(sig, SIG_DFL);
-    sigset_t only;
-    sigemptyset(&only);
-    sigaddset(&only, sig);
-    sigprocmask(SIG_UNBLOCK, &only, nullptr);
-    raise(sig);
-    _exit(128 + sig);
+    linux_runner::end_as(status);
 }
 
 }  // namespace

@@ -212,6 +212,7 @@ linux_runner::Launch prepare_confined(const RunnerArgs& args, const std::vector<
     }
     linux_guard::GuardOptions guard;
     guard.metadataIoctls = true;
+    guard.callersChild = true;  // the runner is the process its caller started: the command's parent is the caller
     // The host's network namespace: its daemons' sockets by path and by abstract name, its
     // netlink. The guard's socket rules refuse every socket that could reach them; TCP is also
     // refused by the ruleset where the ABI has it.
@@ -233,6 +234,7 @@ int scope_ruleset(bool deny_network, std::string& why) {
 }
 
 int exec_confined(const RunnerArgs& args, const std::vector<std::string>& argv) {
+    if (std::string why; !linux_runner::stand_in_front_when_leading(why)) return linux_runner::Launch::failed("LANDLOCK", why).run();
     RunnerArgs here = args;
     here.execsHere = true;
     return prepare_confined(here, argv).run();

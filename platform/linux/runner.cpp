@@ -7,8 +7,13 @@
 #include <fstream>
 #include <string>
 
+#include <csignal>
+
+#include <dirent.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
+#include <sys/resource.h>
 
 #include <fcntl.h>
 #include <linux/capability.h>
@@ -185,13 +190,17 @@ long drop_capabilities(const char*& what) noexcept {
 // evidence of one, and the command gets its session. Opening it reads nothing and takes no
 // terminal (O_NOCTTY, O_NONBLOCK). setsid fails where this process leads a process group or
 // its session (a caller that made it a group's leader, or exec'd it as its session's leader):
-// docs/security.md names that too.
-void leave_callers_session() noexcept {
+// the exec path stands a process in front first there (stand_in_front_when_leading).
+bool has_controlling_terminal() noexcept {
     const long tty = call_with(SYS_openat, AT_FDCWD, "/dev/tty", O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
     int group = 0;
     const bool terminal = tty >= 0 && call_with(SYS_ioctl, tty, TIOCGPGRP, &group) == 0;
     if (tty >= 0) call_with(SYS_close, tty);
-    if (!terminal) call_with(SYS_setsid);
+    return terminal;
+}
+
+void leave_callers_session() noexcept {
+    if (!has_controlling_terminal()) call_with(SYS_setsid);
 }
 
 // Every descriptor above 2 close-on-exec, but `keep`: 0 or -errno. Before Linux 5.11 (no
@@ -289,6 +298,124 @@ long drop_all_capabilities() noexcept {
 bool has_sys_admin() {
     __user_cap_data_struct data[2] = {};
     return capabilities(data) == 0 && (data[CAP_SYS_ADMIN / 32].effective & (1U << (CAP_SYS_ADMIN % 32))) != 0;
+}
+
+
+// --- a process in front of the command -------------------------------------------------------
+
+namespace {
+
+volatile sig_atomic_t g_command = 0;
+constexpr int kPassedOn[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
+
+// A signal some process sent (kill, sigqueue, tgkill), not one the kernel sent this process's
+// group (a terminal's, an orphaned group's): that one is not the command's business.
+void pass_on(int sig, siginfo_t* info, void*) {
+    if (g_command <= 0 || (info->si_code != SI_USER && info->si_code != SI_QUEUE && info->si_code != SI_TKILL)) return;
+    const int saved = errno;
+    if (kill(-g_command, sig) != 0) kill(g_command, sig);
+    errno = saved;
+}
+
+// Whether a process other than this one belongs to session `sid`, as /proc shows them (one
+// that hidepid hides from this process is not seen). Unknown counts as yes.
+bool others_in_session(pid_t sid) {
+    DIR* proc = opendir("/proc");
+    if (proc == nullptr) return true;
+    const pid_t self = getpid();
+    bool found = false;
+    for (const dirent* entry; !found && (entry = readdir(proc)) != nullptr;) {
+        char* end = nullptr;
+        const long pid = std::strtol(entry->d_name, &end, 10);
+        if (end == entry->d_name || *end != '\0' || pid <= 0 || pid == self) continue;
+        char path[64];
+        std::snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+        const int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) continue;
+        char text[1024];
+        const ssize_t got = read(fd, text, sizeof text - 1);
+        close(fd);
+        if (got <= 0) continue;
+        text[got] = '\0';
+        // "PID (COMM) STATE PPID PGRP SESSION ...": COMM may hold anything, ')' included.
+        const char* after = std::strrchr(text, ')');
+        char state = 0;
+        long parent = 0, group = 0, session = 0;
+        if (after != nullptr && std::sscanf(after + 1, " %c %ld %ld %ld", &state, &parent, &group, &session) == 4)
+            found = session == sid;
+    }
+    closedir(proc);
+    return found;
+}
+
+}  // namespace
+
+void pass_signals_on(pid_t command) {
+    g_command = command;
+    struct sigaction action {};
+    action.sa_sigaction = pass_on;
+    action.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&action.sa_mask);
+    for (int sig : kPassedOn) sigaction(sig, &action, nullptr);
+}
+
+void end_as(int status) {
+    if (WIFEXITED(status)) _exit(WEXITSTATUS(status));
+    const int sig = WTERMSIG(status);
+    const rlimit no_core{0, 0};
+    setrlimit(RLIMIT_CORE, &no_core);
+    signal(sig, SIG_DFL);
+    sigset_t only;
+    sigemptyset(&only);
+    sigaddset(&only, sig);
+    sigprocmask(SIG_UNBLOCK, &only, nullptr);
+    raise(sig);
+    _exit(128 + sig);
+}
+
+bool stand_in_front_when_leading(std::string& why) {
+    const pid_t self = getpid();
+    if (getpgid(0) != self || has_controlling_terminal()) return true;
+    if (getsid(0) == self && !others_in_session(self)) return true;
+    sigset_t all, before;
+    sigfillset(&all);
+    sigprocmask(SIG_BLOCK, &all, &before);
+    // The front waits for its child, which a caller's ignored SIGCHLD would have reaped unseen;
+    // the command gets the caller's disposition back.
+    struct sigaction child_default {}, callers_child {};
+    child_default.sa_handler = SIG_DFL;
+    sigaction(SIGCHLD, &child_default, &callers_child);
+    const pid_t child = fork();
+    if (child < 0) {
+        why = std::string("fork (a process in front of the command, which this process's group leads): ") + std::strerror(errno);
+        sigaction(SIGCHLD, &callers_child, nullptr);
+        sigprocmask(SIG_SETMASK, &before, nullptr);
+        return false;
+    }
+    if (child == 0) {
+        // The command ends with its front: a front killed by SIGKILL cannot pass that on.
+        prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+        if (getppid() != self) raise(SIGKILL);
+        sigaction(SIGCHLD, &callers_child, nullptr);
+        sigprocmask(SIG_SETMASK, &before, nullptr);
+        return true;
+    }
+    pass_signals_on(child);
+    sigprocmask(SIG_SETMASK, &before, nullptr);
+    drop_all_capabilities();
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    // Holding nothing of the call's: a reader of the caller's pipes, the proof of start's, sees
+    // its end when the command's side closes.
+    if (const int null = open("/dev/null", O_RDWR | O_CLOEXEC); null >= 0) {
+        dup2(null, 0);
+        dup2(null, 1);
+        close(null);
+    }
+    linux_sys::call_with(SYS_close_range, 3U, ~0U, 0);
+    int status = 0;
+    while (waitpid(child, &status, 0) < 0)
+        if (errno != EINTR) _exit(125);
+    end_as(status);
 }
 
 }  // namespace dsh::linux_runner

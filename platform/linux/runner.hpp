@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <sys/types.h>
 #include <span>
 #include <string>
 #include <vector>
@@ -31,6 +32,27 @@ bool has_sys_admin();
 // Every capability dropped now, as Launch::run() drops them (for a process that stays beside the
 // command, such as the stage holding a call open): 0, or -errno.
 long drop_all_capabilities() noexcept;
+
+// A process in front of the command, which waits for it (the stage holding a call open, the
+// exec path's front below) passes on the signals some process sends it with kill (a harness's,
+// `run`'s; not the kernel's to its group): SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 and
+// SIGWINCH, to `command`'s process group, or to `command` alone while it leads none. Installs
+// the handlers; the caller keeps the signals blocked from its fork until this returns.
+void pass_signals_on(pid_t command);
+
+// Ends this process the way the wait status `status` says the command ended: with its exit
+// status, or killed by the same signal (without a core dump).
+[[noreturn]] void end_as(int status);
+
+// For the exec path, where this process becomes the command: the command gets a session of its
+// own in run() by setsid, which fails where this process leads a process group (a caller made it
+// one, or exec'd it as its session's leader). There, unless the call has a controlling terminal
+// or this process's session holds no other process (a caller that started it as a session
+// alone: every process of it will be the command's), this forks. The child returns true and
+// goes on to the command (its setsid then succeeds); this process stays in front of it with
+// every capability dropped, no descriptor but stderr, passing signals on, and ends as the
+// command ends: it never returns. False, with `why`, when the fork failed.
+bool stand_in_front_when_leading(std::string& why);
 
 // Those last steps, made ready in two parts. In run(), in this order: a session of its own
 // where the call has no controlling terminal (runner.cpp says why); no_new_privs; the guard

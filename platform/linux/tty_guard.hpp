@@ -12,7 +12,9 @@
 // no-atime, ...), the project and extended-attribute flags (FS_IOC_FSSETXATTR), the inode
 // generation, an encryption policy, and btrfs subvolume and snapshot creation, removal and
 // flags. They are refused everywhere, the workspace included: a named over-block. Under
-// bubblewrap a read-only mount already refuses them (EROFS) outside the writable roots.
+// bubblewrap a read-only mount already refuses them (EROFS) outside the writable roots. And
+// since the Landlock runner executes the command in place, leaving the caller its parent, it
+// refuses what would have that parent act for it (GuardOptions::callersChild).
 //
 // With the network denied it judges every syscall that makes a socket (the same filter under
 // both backends):
@@ -61,17 +63,26 @@ inline constexpr std::array kSocketRules = {SocketRules::Any, SocketRules::Local
 struct GuardOptions {
     bool metadataIoctls = false;            // also refuse the metadata-changing ioctls listed above (EPERM)
     SocketRules sockets = SocketRules::Any;
+    // The command is executed in place by a process the caller started (the Landlock runner), so
+    // its parent is the caller, outside the sandbox: refuse what would have that parent act for
+    // the command. ptrace(PTRACE_TRACEME) (EPERM) would make the caller its tracer, every signal
+    // to the command then a stop the caller's wait(2) reports (a harness takes it for the end,
+    // and the command runs on once the caller is gone); clone(2) with CLONE_PARENT (EPERM) would
+    // give the caller children it never started, their statuses for its wait(-1); clone3(2),
+    // whose flags sit in memory no filter reads, is ENOSYS, on which the C library falls back
+    // to clone(2).
+    bool callersChild = false;
 };
 
 // Every variant, numbered: the generator writes them in this order, guard_program() finds one.
-inline constexpr std::size_t kGuardVariants = 2 * kSocketRules.size();
+inline constexpr std::size_t kGuardVariants = 4 * kSocketRules.size();
 constexpr std::size_t variant_index(const GuardOptions& options) {
     std::size_t rules = 0;
     while (kSocketRules[rules] != options.sockets) ++rules;
-    return rules * 2 + (options.metadataIoctls ? 1 : 0);
+    return rules * 4 + (options.callersChild ? 2 : 0) + (options.metadataIoctls ? 1 : 0);
 }
 constexpr GuardOptions variant_options(std::size_t index) {
-    return GuardOptions{index % 2 == 1, kSocketRules[index / 2]};
+    return GuardOptions{index % 2 == 1, kSocketRules[index / 4], (index / 2) % 2 == 1};
 }
 
 // The filter's program, for prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER) once no_new_privs is

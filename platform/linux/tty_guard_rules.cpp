@@ -10,7 +10,9 @@
 #include <linux/netlink.h>
 #include <netinet/in.h>
 #include <sys/ioctl.h>
+#include <sched.h>
 #include <sys/mman.h>
+#include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -53,6 +55,10 @@ constexpr std::uint32_t kMetadataIoctls[] = {
     0xc0c89425,  // BTRFS_IOC_SET_RECEIVED_SUBVOL
     0x40089413,  // BTRFS_IOC_DEFAULT_SUBVOL
 };
+
+// Which of clone(2)'s arguments holds its flags on the architecture `token` names: the second on
+// s390 and s390x (their stack comes first), the first elsewhere.
+unsigned clone_flags_arg(std::uint32_t token) { return token == SCMP_ARCH_S390 || token == SCMP_ARCH_S390X ? 1 : 0; }
 
 // socketpair()'s type as the kernel takes it: the low four bits (SOCK_TYPE_MASK); the bits above
 // may only be SOCK_NONBLOCK and SOCK_CLOEXEC (EINVAL otherwise).
@@ -102,7 +108,7 @@ void add_socket_rules(SocketRules rules, std::vector<Refusal>& out) {
     }
 }
 
-std::vector<Refusal> refusals(const GuardOptions& options) {
+std::vector<Refusal> refusals(const GuardOptions& options, std::uint32_t arch) {
     std::vector<Refusal> out = {
         {"ioctl", EPERM, {low_word_is(1, static_cast<std::uint32_t>(TIOCSTI))}},
         {"ioctl", EPERM, {low_word_is(1, static_cast<std::uint32_t>(TIOCLINUX))}},
@@ -114,6 +120,11 @@ std::vector<Refusal> refusals(const GuardOptions& options) {
     // stage holding a call open for its end-of-call checks: RLIMIT_FSIZE 0 kills it mid-write).
     // Its own (pid 0: setrlimit, ulimit) stay the command's to set.
     out.push_back({"prlimit64", EPERM, {is_not(0, 0)}});
+    if (options.callersChild) {
+        out.push_back({"ptrace", EPERM, {masked_is(0, 0xffffffffULL, PTRACE_TRACEME)}});
+        out.push_back({"clone", EPERM, {masked_is(clone_flags_arg(arch), CLONE_PARENT, CLONE_PARENT)}});
+        out.push_back({"clone3", ENOSYS, {}});
+    }
     add_socket_rules(options.sockets, out);
     return out;
 }
@@ -146,7 +157,7 @@ std::vector<sock_filter> build_guard_program(const GuardOptions& options, const 
         if (const int rc = seccomp_arch_add(context.get(), token); rc != 0) return failed("seccomp_arch_add " + arch, rc);
         if (const int rc = seccomp_arch_remove(context.get(), SCMP_ARCH_NATIVE); rc != 0) return failed("seccomp_arch_remove", rc);
     }
-    for (const Refusal& refusal : refusals(options)) {
+    for (const Refusal& refusal : refusals(options, token)) {
         const int number = seccomp_syscall_resolve_name(refusal.syscall);
         if (number == __NR_SCMP_ERROR) {
             why = std::string("libseccomp knows no syscall ") + refusal.syscall;

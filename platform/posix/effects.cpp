@@ -28,6 +28,9 @@
 #include <linux/fs.h>  // FS_IOC_SETFLAGS, FS_IOC_FSSETXATTR
 #include <linux/netlink.h>
 #include <mqueue.h>    // POSIX message queues (macOS has none)
+#include <sched.h>     // CLONE_PARENT
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
 #endif
 #include <sys/xattr.h>
 #include <termios.h>
@@ -318,14 +321,19 @@ int perform_effect(const std::string& op, const std::vector<std::string>& a) {
     // its own in the same session and ends. The kernel then finds the group orphaned with a
     // stopped member and sends the whole group SIGHUP and SIGCONT, with no permission check. This
     // process is in the group and ignores SIGHUP; the grandchild, continued or not, is ended.
+    // With a[0], a process group's number, the grandchild first tries to join that group
+    // instead (setpgid(2) lets it join only a group of its own session), which is then the one
+    // left orphaned.
     if (op == "orphan-group") {
         std::signal(SIGHUP, SIG_IGN);
+        const pid_t join = a.empty() ? 0 : static_cast<pid_t>(std::strtol(a[0].c_str(), nullptr, 10));
         int told[2];
         if (!make_pipe(told)) return refused("pipe");
         const pid_t child = fork();
         if (child == 0) {
             const pid_t grandchild = fork();
             if (grandchild == 0) {
+                if (join > 0) setpgid(0, join);
                 raise(SIGSTOP);
                 _exit(0);
             }
@@ -357,6 +365,28 @@ int perform_effect(const std::string& op, const std::vector<std::string>& a) {
 #if defined(__linux__)
     // A netlink message to a host process's port (NETLINK_USERSOCK, which unprivileged processes
     // may send to one another).
+    // The command's parent made to act for it: the parent made its tracer, then a signal that
+    // stops it there (a handled one: a traced process stops for every signal but SIGKILL).
+    if (op == "trace-me") {
+        if (ptrace(PTRACE_TRACEME, 0, nullptr, nullptr) != 0) return refused("ptrace(PTRACE_TRACEME)");
+        std::signal(SIGUSR1, [](int) {});
+        raise(SIGUSR1);
+        return 0;
+    }
+    // A child given to the command's parent (CLONE_PARENT), which exits 42 at once; the command
+    // ends once it has (its end of a pipe closes), so the parent has it to reap by then.
+    if (op == "clone-parent") {
+        int ended[2];
+        if (!make_pipe(ended)) return refused("pipe");
+        const long child = syscall(SYS_clone, CLONE_PARENT | SIGCHLD, nullptr, nullptr, nullptr, nullptr);
+        if (child == 0) _exit(42);
+        close(ended[1]);
+        if (child < 0) return refused("clone(CLONE_PARENT)");
+        char byte = 0;
+        while (read(ended[0], &byte, 1) > 0) {
+        }
+        return 0;
+    }
     if (op == "netlink-send" && need(1)) {
         const int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_USERSOCK);
         if (fd < 0) return refused("socket(AF_NETLINK, NETLINK_USERSOCK)");

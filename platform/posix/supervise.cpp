@@ -488,15 +488,27 @@ int children_of(long parent, long* into, int most) noexcept {
 //
 // The list and the reading of /proc are in a function of their own, whose frame (some 8 KiB) is
 // made only when something was left: the usual call touches no stack page beyond the caller's.
+//
+// Without a keeper, this is dsh-confine itself, which a caller may have exec'd after starting
+// processes of its own (a script's background jobs): those are its children too, and not the
+// call's. They are listed before the call starts anything (spare_callers_children) and spared.
+long g_spared[512];
+int g_sparedCount = 0;
+
 __attribute__((noinline)) int kill_children_once(long self) noexcept {
     long found[512];
-    const int count = children_of(self, found, 512);
+    const int listed = children_of(self, found, 512);
+    int count = 0;
+    for (int i = 0; i < listed; ++i)
+        if (std::find(g_spared, g_spared + g_sparedCount, found[i]) == g_spared + g_sparedCount) found[count++] = found[i];
     for (int i = 0; i < count; ++i) call(SYS_kill, found[i], SIGKILL);
     for (int i = 0; i < count; ++i)
         while (call_with(SYS_wait4, found[i], nullptr, 0, nullptr) == -EINTR) {
         }
     return count;
 }
+
+void spare_callers_children() noexcept { g_sparedCount = children_of(call(SYS_getpid), g_spared, 512); }
 
 void kill_leftovers() noexcept {
     const long self = call(SYS_getpid);
@@ -918,6 +930,7 @@ SupervisedRun supervise(std::vector<std::string> argv, const SuperviseOptions& o
         // dies with bubblewrap, and the kernel kills everything in its namespace). dsh-confine
         // becomes the subreaper so that pid 1 comes to it, and it waits for that namespace to
         // be gone before it answers.
+        spare_callers_children();
         prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 #endif
         if (options.closeAllBut) close_on_exec_except(*options.closeAllBut);

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <optional>
@@ -412,6 +413,7 @@ INSTANTIATE_TEST_SUITE_P(Linux, NetlinkToHost, ::testing::ValuesIn(every_combina
 // the sentinel which signals reached it. The script traps SIGUSR1 and SIGHUP itself so that it
 // always gets to ask. Prints the call's status.
 const char* kCaller = R"(self=$1 record=$2 fifo=$3; shift 3
+export CALLER_GROUP=$$
 trap : USR1 HUP
 mkfifo "$fifo" || exit 90
 "$self" __effect sentinel "$record" > "$fifo" &
@@ -424,27 +426,60 @@ wait "$sentinel"
 echo "status=$status"
 )";
 
+// A caller that leads its session and ends by executing the call (a service's or a container's
+// entry point that started a helper first): the helper is a sentinel in its process group, whose
+// pid the script leaves in FIFO.pid for the test to ask it once the call has ended (it holds
+// none of the test's pipes, whose end the test awaits first). The call
+// then leads the caller's session and process group, as the caller did.
+const char* kExecutingCaller = R"(self=$1 record=$2 fifo=$3; shift 3
+export CALLER_GROUP=$$
+mkfifo "$fifo" || exit 90
+"$self" __effect sentinel "$record" > "$fifo" 2> /dev/null < /dev/null &
+echo $! > "$fifo.pid"
+read ready < "$fifo"
+exec "$@"
+)";
+
+// What a harness's process_group=0 does before it executes the call: the call leads a process
+// group of its own in the caller's session.
+const std::vector<std::string> kGroupLeader = {"/usr/bin/python3", "-c",
+                                               "import os, sys; os.setpgid(0, 0); os.execv(sys.argv[1], sys.argv[1:])"};
+
 class SignalsToCallersGroup : public NetworkSignals {
 protected:
+    // How the caller runs the call: as its child, as its child made a process group's leader,
+    // or by executing it (kExecutingCaller).
+    enum class Calls { AsChild, AsGroupLeader, ByExec };
+
     // What the sentinel recorded ("none" or "USR1"), and the caller's last line ("status=N",
     // the call's status) with anything that went wrong, for `command` run in this test's form,
-    // or unconfined (`confine` false).
+    // or unconfined (`confine` false). The command finds the caller's process group's number
+    // in CALLER_GROUP (where the caller leads its group, as under setsid).
     std::pair<std::string, std::string> attempt(const std::vector<std::string>& command, bool confine,
                                                 const std::vector<std::string>& prefix, const std::string& name,
-                                                bool terminal = false) const {
+                                                bool terminal = false, Calls calls = Calls::AsChild) const {
         const std::string record = base / ("record-" + name), fifo = base / ("fifo-" + name);
-        std::vector<std::string> script = {"/bin/sh", "-c", kCaller, "sh", self, record, fifo};
+        std::vector<std::string> script = {"/bin/sh", "-c", calls == Calls::ByExec ? kExecutingCaller : kCaller,
+                                           "sh", self, record, fifo};
         std::vector<std::string> argv = {e2e::binary(), "--mode", "danger-full-access", "--"};
         argv.insert(argv.end(), command.begin(), command.end());
         if (confine) argv = call("allow", command);
+        if (calls == Calls::AsGroupLeader) argv.insert(argv.begin(), kGroupLeader.begin(), kGroupLeader.end());
         script.insert(script.end(), argv.begin(), argv.end());
         e2e::RunOptions o = options();
         o.prefix = prefix;
         o.pty = terminal;
         const e2e::Result r = e2e::run_program(script, o);
-        std::string said = r.out.substr(std::min(r.out.size(), r.out.rfind("status=")));
-        if (r.status != 0) said += " (the caller exited " + std::to_string(r.status) + ")";
-        return {first_line(read_file(record)), first_line(said) + (r.err.empty() ? "" : "; stderr: " + r.err)};
+        if (calls != Calls::ByExec) {
+            std::string said = r.out.substr(std::min(r.out.size(), r.out.rfind("status=")));
+            if (r.status != 0) said += " (the caller exited " + std::to_string(r.status) + ")";
+            return {first_line(read_file(record)), first_line(said) + (r.err.empty() ? "" : "; stderr: " + r.err)};
+        }
+        // The sentinel outlived the caller: asked now, its answer awaited (it writes it at once).
+        const pid_t sentinel = static_cast<pid_t>(std::atol(read_file(fifo + ".pid").c_str()));
+        if (sentinel <= 1 || kill(sentinel, SIGUSR2) != 0) return {"no sentinel", "status=" + std::to_string(r.status)};
+        for (int tries = 0; tries < 1000 && read_file(record).empty(); ++tries) usleep(10 * 1000);
+        return {first_line(read_file(record)), "status=" + std::to_string(r.status) + (r.err.empty() ? "" : "; stderr: " + r.err)};
     }
     bool names_signals_gap() const {
         const json plan = json::parse(dsh({"--print", "--backend", backend, "--", "true"}).out, nullptr, false);
@@ -531,7 +566,86 @@ TEST_P(SignalsToCallersGroup, AnOrphanedGroupsSignalsReachNothingOutside) {
     EXPECT_NE(control.find("CONT"), std::string::npos) << control << "; " << control_said;
 }
 
+// The same where setsid cannot give the command a session: the caller made the call a process
+// group's leader (a harness's process_group=0), or leads its session and executes the call (a
+// service's or a container's entry point that started a helper first). On the Landlock exec path
+// the call then becomes the command in a child, with a process in front that passes signals on;
+// elsewhere the command is a new process anyway. The command's stopped grandchild tries to join
+// the caller's group (by number, which /proc shows), which is then left orphaned.
+TEST_P(SignalsToCallersGroup, ACallerThatMadeTheCallALeaderGetsNoSignal) {
+    E2E_REQUIRE(e2e::exists("/usr/bin/setsid"), "no setsid (util-linux)");
+    E2E_REQUIRE(e2e::exists(kGroupLeader.front()), "no " + kGroupLeader.front() + " to make the call a group's leader");
+    const std::vector<std::string> own_session = {"/usr/bin/setsid", "--wait"};
+    const std::vector<std::string> joining = {"/bin/sh", "-c", "exec \"$0\" __effect orphan-group \"$CALLER_GROUP\"", self};
+    for (const Calls calls : {Calls::AsGroupLeader, Calls::ByExec}) {
+        const std::string name = calls == Calls::ByExec ? "leads-session" : "leads-group";
+        const auto [record, said] = attempt(joining, true, own_session, name, false, calls);
+        EXPECT_EQ(record, "none") << name << ": the kernel signalled the caller's process group; " << said;
+        EXPECT_EQ(said, "status=0") << name << ": the command could not orphan its group, or the call did not end normally";
+        if (form != "exec") continue;
+        // The control: unconfined, the same command has the kernel signal the caller's group.
+        const auto [control, control_said] = attempt(joining, false, own_session, name + "-control", false, calls);
+        EXPECT_NE(control.find("CONT"), std::string::npos) << name << ": " << control << "; " << control_said;
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Linux, SignalsToCallersGroup, ::testing::ValuesIn(every_combination()), e2e::backend_caller_name);
+
+// --- the caller as the command's parent ----------------------------------------------------
+
+// The caller: runs the call as its child and reaps every child it gets until it has none (as a
+// shell's `wait` does), then prints what its waits reported besides the call's end: "stopped", a
+// stop only a tracer hears of (the call is then killed), and "foreign", a child it never started.
+const char* kReapingCaller = R"(import os, signal, sys
+call = os.fork()
+if call == 0:
+    os.execv(sys.argv[1], sys.argv[1:])
+seen = []
+while True:
+    try:
+        pid, status = os.waitpid(-1, 0)
+    except ChildProcessError:
+        break
+    if pid != call:
+        seen.append("foreign")
+    elif os.WIFSTOPPED(status):
+        seen.append("stopped")
+        os.kill(call, signal.SIGKILL)
+print("seen=" + (",".join(seen) or "nothing"))
+)";
+
+class CallersChild : public NetworkSignals {
+protected:
+    // What the caller's waits reported, for `op` (an effect) run confined in this test's form,
+    // or unconfined.
+    std::string seen_by_caller(const std::string& op, bool confine) const {
+        const std::vector<std::string> command = {self, "__effect", op};
+        std::vector<std::string> argv = {e2e::binary(), "--mode", "danger-full-access", "--"};
+        argv.insert(argv.end(), command.begin(), command.end());
+        if (confine) argv = call("allow", command);
+        argv.insert(argv.begin(), {"/usr/bin/python3", "-c", kReapingCaller});
+        const e2e::Result r = e2e::run_program(argv, options());
+        const std::size_t at = r.out.rfind("seen=");
+        return at == std::string::npos ? "no answer: " + r.out + r.err : first_line(r.out.substr(at));
+    }
+};
+
+// Under Landlock the runner executes the command in place, so the command is the caller's own
+// child: made its tracer (PTRACE_TRACEME), the caller's wait(2) would report the command stopped
+// by each signal it gets (a harness takes that for its end, and the command runs on once the
+// caller is gone), and CLONE_PARENT would hand the caller children it never started. The guard
+// refuses both; under bubblewrap and `run` the command's parent is dsh-confine's.
+TEST_P(CallersChild, TheCommandCannotMakeItsParentActForIt) {
+    E2E_REQUIRE(e2e::exists("/usr/bin/python3"), "no /usr/bin/python3 for the caller");
+    for (const std::string op : {"trace-me", "clone-parent"}) {
+        EXPECT_EQ(seen_by_caller(op, true), "seen=nothing") << op;
+        if (form != "exec") continue;
+        // The control: unconfined, the command is the caller's child and gets its way.
+        EXPECT_EQ(seen_by_caller(op, false), op == "trace-me" ? "seen=stopped" : "seen=foreign") << op;
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Linux, CallersChild, ::testing::ValuesIn(every_combination()), e2e::backend_caller_name);
 
 // Where the kernel has no Landlock (no_landlock makes its syscalls fail, as on such a kernel), the
 // bubblewrap plan names the signals gap, and the gap is what it says: with a controlling terminal

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <fcntl.h>
@@ -337,6 +338,46 @@ TEST_F(RunLandlock, SignalIsForwardedToTheCommand) {
 TEST_F(RunBwrap, SignalIsForwardedToTheCommand) {
     const int status = signal_into_run("bwrap", kTrapScript, SIGUSR1, options(), scratch / "stderr");
     EXPECT_EQ(status, 42) << e2e::read_file(scratch / "stderr");
+}
+
+// The exec path where the caller made dsh-confine a process group's leader (as Background
+// does): the runner stands in front of the command, which then gets a session of its own
+// (runner.hpp). A signal sent to it reaches the command, it ends as the command does, and a
+// SIGKILL to it ends the command too.
+TEST_F(RunLandlock, TheExecPathsFrontPassesSignalsOnAndEndsAsTheCommand) {
+    const std::string err = scratch / "stderr";
+    const std::string loop = "echo ready; while :; do sleep 0.05; done";
+    for (const auto& [sig, script, expected] : {std::tuple{SIGUSR1, std::string(kTrapScript), 42},
+                                                std::tuple{SIGTERM, loop, 128 + SIGTERM}}) {
+        Background child({"--backend", "landlock", "--mode", "read-only", "--", "/bin/sh", "-c", script}, options().env, err);
+        ASSERT_TRUE(child.started());
+        ASSERT_TRUE(child.wait_for_line("ready", 20000)) << e2e::read_file(err);
+        kill(child.pid(), sig);
+        EXPECT_EQ(child.wait(20000), expected) << "signal " << sig << ": " << e2e::read_file(err);
+    }
+    // A duration no other test sleeps; the pattern matches the command's own line only, not its
+    // front's (dsh-confine's, which ends with the same words).
+    const std::string duration = "30." + std::to_string(getpid());
+    const std::string marker = "^/bin/sleep " + duration + "$";
+    Background child({"--backend", "landlock", "--mode", "read-only", "--", "/bin/sleep", duration}, options().env, err);
+    ASSERT_TRUE(child.started());
+    bool running = false;
+    for (int i = 0; i < 400 && !running; ++i) {  // a hang guard: 20 s
+        running = e2e::run_program({"/usr/bin/pgrep", "-f", marker}).status == 0;
+        if (!running) usleep(50000);
+    }
+    ASSERT_TRUE(running) << "the command never ran: " << e2e::read_file(err);
+    const std::string command_pid = e2e::first_line(e2e::run_program({"/usr/bin/pgrep", "-f", marker}).out);
+    EXPECT_NE(command_pid, std::to_string(child.pid())) << "no process stood in front: the command is the caller's pid";
+    kill(child.pid(), SIGKILL);
+    EXPECT_EQ(child.wait(20000), 128 + SIGKILL);
+    bool gone = false;
+    for (int i = 0; i < 600 && !gone; ++i) {  // a hang guard: 30 s
+        gone = e2e::run_program({"/usr/bin/pgrep", "-f", marker}).status != 0;
+        if (!gone) usleep(50000);
+    }
+    EXPECT_TRUE(gone) << "the command outlived its front";
+    if (!gone) e2e::run_program({"/usr/bin/pkill", "-KILL", "-f", marker});
 }
 
 // Whatever the runner does with a signal, a command that already ran is never reported as a
