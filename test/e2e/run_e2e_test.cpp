@@ -380,6 +380,19 @@ TEST_F(RunLandlock, TheExecPathsFrontPassesSignalsOnAndEndsAsTheCommand) {
     if (!gone) e2e::run_program({"/usr/bin/pkill", "-KILL", "-f", marker});
 }
 
+// A session's leader that holds no other process (a harness's start_new_session, setsid(1)):
+// every process of that session will be the command's, so the exec path stays in place, and a
+// killpg of the session's group still reaches the command's whole tree. The command's parent is
+// then setsid(1), which waits; with a process in front it would be dsh-confine.
+TEST_F(RunLandlock, TheExecPathStaysInPlaceForALoneSessionLeader) {
+    E2E_REQUIRE(e2e::exists("/usr/bin/setsid"), "no setsid (util-linux)");
+    const e2e::Result r = e2e::run_program({"/usr/bin/setsid", "--wait", e2e::binary(), "--backend", "landlock", "--mode",
+                                            "read-only", "--", "/bin/sh", "-c", "cat /proc/$PPID/comm"},
+                                           options());
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(e2e::first_line(r.out), "setsid") << "the command's parent: " << r.out;
+}
+
 // Whatever the runner does with a signal, a command that already ran is never reported as a
 // runner failure that "ran nothing".
 TEST_F(RunBwrap, RunnerKilledAfterTheCommandStartedIsNotRunnerFailure) {
