@@ -234,10 +234,12 @@ int scope_ruleset(bool deny_network, std::string& why) {
 }
 
 int exec_confined(const RunnerArgs& args, const std::vector<std::string>& argv) {
-    if (std::string why; !linux_runner::stand_in_front_when_leading(why)) return linux_runner::Launch::failed("LANDLOCK", why).run();
     RunnerArgs here = args;
-    here.execsHere = true;
-    return prepare_confined(here, argv).run();
+    // Behind a process in front, the command is another process: a proxy cannot keep this image.
+    const bool in_front = linux_runner::stands_in_front();
+    here.execsHere = !in_front;
+    const linux_runner::Launch launch = prepare_confined(here, argv);
+    return in_front ? linux_runner::run_in_front(launch) : launch.run();
 }
 
 LandlockBackend::LandlockBackend(std::string runner, BackendConfig config)

@@ -12,6 +12,21 @@
 
 namespace dsh::linux_sys {
 
+// Whether a process may be started as a clone that shares dsh-confine's memory on a stack of
+// its own (as posix_spawn starts one). Not under AddressSanitizer, which does not follow code
+// onto a stack it did not make: there such processes are forked copies.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kClonesShareMemory = false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+inline constexpr bool kClonesShareMemory = false;
+#else
+inline constexpr bool kClonesShareMemory = true;
+#endif
+#else
+inline constexpr bool kClonesShareMemory = true;
+#endif
+
 inline long call(long number, long a = 0, long b = 0, long c = 0, long d = 0, long e = 0, long f = 0) noexcept {
 #if defined(__x86_64__)
     register long r10 __asm__("r10") = d;

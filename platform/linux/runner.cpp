@@ -12,7 +12,10 @@
 #include <dirent.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
+#include <pthread.h>
+#include <sched.h>
 #include <sys/resource.h>
 
 #include <fcntl.h>
@@ -190,7 +193,7 @@ long drop_capabilities(const char*& what) noexcept {
 // evidence of one, and the command gets its session. Opening it reads nothing and takes no
 // terminal (O_NOCTTY, O_NONBLOCK). setsid fails where this process leads a process group or
 // its session (a caller that made it a group's leader, or exec'd it as its session's leader):
-// the exec path stands a process in front first there (stand_in_front_when_leading).
+// the exec path stands a process in front there (stands_in_front, run_in_front).
 bool has_controlling_terminal() noexcept {
     const long tty = call_with(SYS_openat, AT_FDCWD, "/dev/tty", O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
     int group = 0;
@@ -373,32 +376,78 @@ void end_as(int status) {
     _exit(128 + sig);
 }
 
-bool stand_in_front_when_leading(std::string& why) {
+bool stands_in_front() {
     const pid_t self = getpid();
-    if (getpgid(0) != self || has_controlling_terminal()) return true;
-    if (getsid(0) == self && !others_in_session(self)) return true;
+    if (getpgid(0) != self || has_controlling_terminal()) return false;
+    return getsid(0) != self || others_in_session(self);
+}
+
+namespace {
+
+// What the command's process needs from its front, read before its execve.
+struct Behind {
+    const Launch* launch;
+    pid_t front;
+    sigset_t mask;                 // the caller's
+    struct sigaction childSignal;  // the caller's SIGCHLD disposition
+};
+
+// The command's process behind the front, until its execve: it dies with the front (a front
+// killed by SIGKILL cannot pass that on), gets the caller's SIGCHLD and mask back, and runs the
+// launch, which makes system calls only (it may share the front's memory, as posix_spawn's
+// child does).
+__attribute__((no_sanitize("address"))) int behind_front(void* arg) {
+    const auto* b = static_cast<const Behind*>(arg);
+    linux_sys::call_with(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    if (linux_sys::call(SYS_getppid) != b->front) linux_sys::call_with(SYS_exit_group, 125);
+    sigaction(SIGCHLD, &b->childSignal, nullptr);
+    pthread_sigmask(SIG_SETMASK, &b->mask, nullptr);
+    linux_sys::call_with(SYS_exit_group, b->launch->run());
+    return 125;
+}
+
+// The command's process's stack where it shares the front's memory: Launch::run and what it
+// calls use a few KiB; a guard page below.
+constexpr std::size_t kBehindStack = std::size_t{256} * 1024;
+constexpr std::size_t kGuard = 4096;
+
+}  // namespace
+
+int run_in_front(const Launch& launch) {
     sigset_t all, before;
     sigfillset(&all);
     sigprocmask(SIG_BLOCK, &all, &before);
-    // The front waits for its child, which a caller's ignored SIGCHLD would have reaped unseen;
-    // the command gets the caller's disposition back.
-    struct sigaction child_default {}, callers_child {};
+    // The front waits for the command, which a caller's ignored SIGCHLD would have reaped
+    // unseen; the command gets the caller's disposition back.
+    struct sigaction child_default {};
     child_default.sa_handler = SIG_DFL;
-    sigaction(SIGCHLD, &child_default, &callers_child);
-    const pid_t child = fork();
-    if (child < 0) {
-        why = std::string("fork (a process in front of the command, which this process's group leads): ") + std::strerror(errno);
-        sigaction(SIGCHLD, &callers_child, nullptr);
-        sigprocmask(SIG_SETMASK, &before, nullptr);
-        return false;
+    Behind behind{&launch, getpid(), before, {}};
+    sigaction(SIGCHLD, &child_default, &behind.childSignal);
+    // Started as `run` starts its runner: a clone that shares this memory while this process
+    // waits for its execve (no page table copied, no copy-on-write fault on either side after),
+    // or under AddressSanitizer a forked copy.
+    pid_t child = -1;
+    void* stack = MAP_FAILED;
+    if (linux_sys::kClonesShareMemory) {
+        stack = mmap(nullptr, kBehindStack + kGuard, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+        if (stack != MAP_FAILED) {
+            mprotect(stack, kGuard, PROT_NONE);
+            child = clone(behind_front, static_cast<char*>(stack) + kGuard + kBehindStack, CLONE_VM | CLONE_VFORK | SIGCHLD,
+                          &behind);
+        }
+    } else {
+        child = fork();
+        if (child == 0) behind_front(&behind);
     }
-    if (child == 0) {
-        // The command ends with its front: a front killed by SIGKILL cannot pass that on.
-        prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-        if (getppid() != self) raise(SIGKILL);
-        sigaction(SIGCHLD, &callers_child, nullptr);
+    const int started = errno;
+    if (stack != MAP_FAILED) munmap(stack, kBehindStack + kGuard);  // the clone has executed the command, or ended
+    if (child < 0) {
+        sigaction(SIGCHLD, &behind.childSignal, nullptr);
         sigprocmask(SIG_SETMASK, &before, nullptr);
-        return true;
+        return Launch::failed("LANDLOCK",
+                              std::string("starting the command behind a process in front (this process leads its process "
+                                          "group): ") + std::strerror(started))
+            .run();
     }
     pass_signals_on(child);
     sigprocmask(SIG_SETMASK, &before, nullptr);

@@ -44,16 +44,6 @@ void pass_signals_on(pid_t command);
 // status, or killed by the same signal (without a core dump).
 [[noreturn]] void end_as(int status);
 
-// For the exec path, where this process becomes the command: the command gets a session of its
-// own in run() by setsid, which fails where this process leads a process group (a caller made it
-// one, or exec'd it as its session's leader). There, unless the call has a controlling terminal
-// or this process's session holds no other process (a caller that started it as a session
-// alone: every process of it will be the command's), this forks. The child returns true and
-// goes on to the command (its setsid then succeeds); this process stays in front of it with
-// every capability dropped, no descriptor but stderr, passing signals on, and ends as the
-// command ends: it never returns. False, with `why`, when the fork failed.
-bool stand_in_front_when_leading(std::string& why);
-
 // Those last steps, made ready in two parts. In run(), in this order: a session of its own
 // where the call has no controlling terminal (runner.cpp says why); no_new_privs; the guard
 // (tty_guard.hpp); every capability dropped (bounding, ambient, effective, permitted,
@@ -100,5 +90,18 @@ private:
 // failures in the messages (e.g. "LANDLOCK").
 Launch prepare_launch(const std::vector<std::string>& argv, int status_fd, const std::vector<int>& keep,
                       const char* error_code, const linux_guard::GuardOptions& guard, int ruleset);
+
+// For the exec path, where this process becomes the command: the command gets a session of its
+// own in run() by setsid, which fails where this process leads a process group (a caller made it
+// one, or exec'd it as its session's leader). There, unless the call has a controlling terminal
+// or this process's session holds no other process (a caller that started it as a session
+// alone: every process of it will be the command's), this process must stand in front.
+bool stands_in_front();
+
+// Runs `launch` in a new process, which then gets its session, with this process in front of
+// it: every capability dropped, no descriptor but stderr, signals passed on (pass_signals_on),
+// and ending as the command ends (end_as). Returns only if the process could not be started,
+// with the status of that failure (its message written).
+int run_in_front(const Launch& launch);
 
 }  // namespace dsh::linux_runner

@@ -362,26 +362,11 @@ private:
 using linux_sys::call;
 using linux_sys::call_with;
 
-// Whether the keeper and the runner's process may be clones that share dsh-confine's memory.
-// Not under AddressSanitizer, which does not follow code onto a stack it did not make: there
-// both are forked copies, as everywhere but Linux.
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kClones = false;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kClones = false;
-#else
-constexpr bool kClones = true;
-#endif
-#else
-constexpr bool kClones = true;
-#endif
-
 // Before Linux 5.16 a signal that dumps core killed every process sharing the dying one's
 // memory: a clone keeper would die with dsh-confine (or with a runner killed before its
 // execve) and leave the command's tree behind. There both are forks.
 bool clones_here() {
-    if (!kClones) return false;
+    if (!linux_sys::kClonesShareMemory) return false;
     static const bool recent = [] {
         int major = 0, minor = 0;
         return std::sscanf(linux_host::kernel_release().c_str(), "%d.%d", &major, &minor) == 2 &&
@@ -616,7 +601,7 @@ DSH_OWN_STACK int runner_entry(void* start) {
 // waits for its execve (CLONE_VM | CLONE_VFORK). No page tables are copied, no address space is
 // made and torn down, and neither side takes copy-on-write faults afterwards; the child only
 // reads the caller's memory and makes nothing but system calls (the launch of a runner whose
-// code is this program's is made of them too). Under AddressSanitizer (kClones false) a runner
+// code is this program's is made of them too). Under AddressSanitizer (kClonesShareMemory false) a runner
 // of our own code gets a forked copy instead.
 long start_runner(const RunnerSetup& setup) {
     RunnerStart start{&setup, call(SYS_getpid)};

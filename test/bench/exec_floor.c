@@ -3,11 +3,13 @@
  * through it, so bwrap exec's target (within 1.10x of that argv run directly) can be read
  * against what starting any second program costs before bwrap starts.
  *
- *   exec_floor [-s] PROGRAM [ARG...]
+ *   exec_floor [-s | -g] PROGRAM [ARG...]
  *
  * With -s, the processes `run` has in front of the runner, at their least: a keeper is forked,
  * it forks the process that execs, and each parent waits for its child and exits with its
- * status (landlock_floor.c's -s, in front of bwrap). */
+ * status (landlock_floor.c's -s, in front of bwrap). With -g, PROGRAM is made a process
+ * group's leader first, as a harness's process_group=0 makes it (dsh-confine's Landlock exec
+ * path then stands a process in front of the command). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,9 +37,16 @@ int main(int argc, char** argv) {
         supervised();  // the runner's process
         --argc;
         ++argv;
+    } else if (argc > 1 && strcmp(argv[1], "-g") == 0) {
+        if (setpgid(0, 0) != 0) {
+            fprintf(stderr, "exec_floor: setpgid: %s\n", strerror(errno));
+            return 125;
+        }
+        --argc;
+        ++argv;
     }
     if (argc < 2) {
-        fprintf(stderr, "usage: exec_floor [-s] PROGRAM [ARG...]\n");
+        fprintf(stderr, "usage: exec_floor [-s | -g] PROGRAM [ARG...]\n");
         return 125;
     }
     execv(argv[1], argv + 1);

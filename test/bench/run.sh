@@ -207,6 +207,11 @@ if runs "$bin" --backend landlock --mode read-only -- "$true_bin" && [ -n "$floo
                ::: landlock-exec-netdeny "$bin" --backend landlock --mode read-only --network deny -- "$true_bin")
     runs "$bin" --backend landlock --mode read-only "${allow_hosts[@]}" -- "$true_bin" &&
         commands+=(::: landlock-exec-hosts "$bin" --backend landlock --mode read-only "${allow_hosts[@]}" -- "$true_bin")
+    # The exec path as a harness with process_group=0 calls it (the process in front), and the
+    # same behind the same wrapper without the new group.
+    [ -n "$exec_floor" ] && runs "$exec_floor" -g "$bin" --backend landlock --mode read-only -- "$true_bin" &&
+        commands+=(::: landlock-exec-leader "$exec_floor" -g "$bin" --backend landlock --mode read-only -- "$true_bin"
+                   ::: landlock-exec-wrapped "$exec_floor" "$bin" --backend landlock --mode read-only -- "$true_bin")
     if runs "$bin" --backend landlock --mode workspace-write -- "$true_bin" && runs "$floor" "${ww_grants[@]}" "$true_bin"; then
         commands+=(::: landlock-floor-ww "$floor" "${ww_grants[@]}" "$true_bin"
                    ::: landlock-floor-run-ww "$floor" -s "${ww_grants[@]}" "$true_bin"
@@ -418,6 +423,7 @@ row "exec / bare, ${pipe_mb} MiB stdout to a pipe, bwrap" pipe-bwrap-exec pipe-b
 row "bwrap exec, read-only, --network deny / allow" bwrap-exec-netdeny bwrap-exec 1.10
 row "bwrap argv directly, --network deny / allow (its floor)" bwrap-direct-netdeny bwrap-direct
 row "Landlock exec, read-only, --network deny / allow" landlock-exec-netdeny landlock-exec 1.10
+row "Landlock exec as a group's leader (a process in front) / not" landlock-exec-leader landlock-exec-wrapped
 row "bwrap exec, 100 --allow-host / --network deny" bwrap-exec-hosts bwrap-exec-netdeny 1.10
 row "Landlock exec, 100 --allow-host / --network deny" landlock-exec-hosts landlock-exec-netdeny 1.10
 # The hosts network's floor: any proxy of the call's own is a process started beside the command;

@@ -102,7 +102,10 @@ Result run_program(const std::vector<std::string>& argv_in, const RunOptions& op
             ioctl(tty, TIOCSCTTY, 0);
             dup2(tty, 0);
         } else {
-            setpgid(0, 0);
+            // A session of its own, as a harness's start_new_session gives one: its process group
+            // is killed whole at a timeout, and dsh-confine's exec path stays in place (a group's
+            // leader in another's session has a process in front; tests of that make one).
+            setsid();
             dup2(in_pipe[0], 0);
         }
         dup2(out_pipe[1], 1);

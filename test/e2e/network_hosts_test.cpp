@@ -262,7 +262,8 @@ std::string canonical(const std::string& path) {
 }
 
 // The proxy's processes of this test's calls: dsh-confine's own image, in a session of its own
-// (the proxy calls setsid; nothing else of dsh-confine's does), with this test's HOME. With
+// (the proxy calls setsid; of dsh-confine's others only the program a test runs leads one, and
+// that one is the test's child), with this test's HOME. With
 // `in_own_session` false, every process of dsh-confine's image with this HOME.
 std::vector<pid_t> proxy_processes(const std::string& home, bool in_own_session = true) {
     std::vector<pid_t> out;
@@ -282,6 +283,8 @@ std::vector<pid_t> proxy_processes(const std::string& home, bool in_own_session 
         std::string state, parent, group, session;
         fields >> state >> parent >> group >> session;
         if (in_own_session && session != name) continue;
+        // The program a test runs leads a session of its own too (e2e::run_program), `run` included.
+        if (parent == std::to_string(getpid())) continue;
         const std::string environment = read_file(entry.path() / "environ");
         if (!contains(environment, std::string("HOME=") + home + '\0')) continue;
         out.push_back(std::stoi(name));
