@@ -228,6 +228,16 @@ public:
             std::sort(list->begin(), list->end());
             list->erase(std::unique(list->begin(), list->end()), list->end());
         }
+        if (!unpopulated_.empty()) {
+            std::sort(unpopulated_.begin(), unpopulated_.end());
+            std::string named;
+            for (std::size_t i = 0; i < unpopulated_.size() && i < 3; ++i) named += (i ? ", " : "") + unpopulated_[i];
+            if (unpopulated_.size() > 3) named += " and " + std::to_string(unpopulated_.size() - 3) + " more";
+            plan_.notes.push_back("git: submodules registered but not checked out (" + named + ") are not protected: a "
+                                  "repository the command makes in one (git init) or under .git/modules is the one a "
+                                  "git you run later uses there (status recurses into it; submodule update --init "
+                                  "reuses .git/modules), its config and hooks included");
+        }
         if (overflow_) plan_.notes.push_back(*overflow_);
         plan_.bounded = overflow_.has_value();
         return std::move(plan_);
@@ -412,8 +422,9 @@ private:
                 if (worktree_config) made(entry / "config.worktree", false);
                 else read_only(entry / "config.worktree");
             }
-            if (auto dot_git = first_line(entry / "gitdir"); dot_git && fs::path(*dot_git).is_absolute())
-                read_only(*dot_git);
+            // Absolute, or (git 2.48's worktree.useRelativePaths) relative to this directory.
+            if (auto dot_git = first_line(entry / "gitdir"))
+                read_only(fs::path(*dot_git).is_absolute() ? fs::path(*dot_git) : (entry / *dot_git).lexically_normal());
         }
     }
 
@@ -430,6 +441,7 @@ private:
             const fs::path sub = fs::path(top) / relative;
             std::error_code ec;
             if (!fs::is_directory(fs::symlink_status(sub, ec)) || !inside_roots(sub.string())) continue;
+            if (!fs::exists(fs::symlink_status(sub / ".git", ec))) unpopulated_.push_back(sub.string());
             root(sub.string(), depth + 1);
         }
     }
@@ -439,6 +451,7 @@ private:
     std::set<std::string> seen_;
     std::size_t entries_ = 0;
     std::optional<std::string> overflow_;
+    std::vector<std::string> unpopulated_;  // registered submodules with no .git yet
 };
 
 }  // namespace

@@ -357,6 +357,7 @@ int hold_and_check(const linux_runner::Launch& launch, const std::vector<git_che
         }
         if (done < 0 && errno != EINTR) break;
     }
+    linux_runner::pass_signals_on(0);  // the command is reaped: its pid is free for another
     kill(-1, SIGKILL);  // every other process of the sandbox's PID namespace but its init
     for (;;) {
         const pid_t done = waitpid(-1, nullptr, 0);

@@ -464,6 +464,7 @@ int run_in_front(const Launch& launch) {
     int status = 0;
     while (waitpid(child, &status, 0) < 0)
         if (errno != EINTR) _exit(125);
+    g_command = 0;  // its pid is free now: a signal that comes late is not passed on to another
     end_as(status);
 }
 

@@ -252,6 +252,27 @@ TEST_P(GitLayouts, ALinkedWorktreesGitDirectoryCannotBeRedirected) {
     EXPECT_FALSE(exists(sentinel)) << "the linked worktree's git ran the planted config";
 }
 
+// The same with the two files in the relative form git 2.48 writes (worktree.useRelativePaths),
+// written here by hand for an older git, which reads them too: the worktree's `.git` file, named
+// relative to the worktree's git directory, stays read-only.
+TEST_P(GitLayouts, ALinkedWorktreeWithRelativePathsKeepsItsGitFile) {
+    ASSERT_EQ(git({"worktree", "add", "-q", ws + "/wt"}, ws).status, 0);
+    std::string admin;
+    for (const auto& entry : fs::directory_iterator(ws + "/.git/worktrees")) admin = entry.path().string();
+    ASSERT_FALSE(admin.empty());
+    const std::string name = fs::path(admin).filename().string();
+    write(admin + "/gitdir", "../../../wt/.git\n");
+    write(ws + "/wt/.git", "gitdir: ../.git/worktrees/" + name + "\n");
+    ASSERT_EQ(git({"status", "--short"}, ws + "/wt").status, 0) << "this git does not read the relative form";
+    const e2e::Result call = confined(
+        "mkdir -p evil && cp -r .git/objects .git/refs .git/HEAD evil/ && printf '[core]\\n\\tfsmonitor = " + evil +
+        "\\n' > evil/config; echo 'gitdir: ../evil' > wt/.git; exit 0");
+    EXPECT_EQ(call.status, 0) << call.err;
+    EXPECT_EQ(read_file(ws + "/wt/.git"), "gitdir: ../.git/worktrees/" + name + "\n");
+    git({"status"}, ws + "/wt");
+    EXPECT_FALSE(exists(sentinel)) << "the worktree's git ran a planted repository's config";
+}
+
 TEST_P(GitLayouts, ASymlinkedGitDirectoryIsProtectedNotRefused) {
     fs::rename(ws + "/.git", ws + "/sub/real.git");
     fs::create_symlink("sub/real.git", ws + "/.git");

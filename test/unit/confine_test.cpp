@@ -484,6 +484,23 @@ TEST_F(ProtectedPathsFound, ARootWithoutARepositorySaysWhatARepositoryAboveItGet
     EXPECT_FALSE(says_so(plan_git_protection({ws}, GitMode::Protect, defaults)));
 }
 
+// A submodule .gitmodules registers but not checked out (a clone without --recursive) has no
+// repository to protect yet: the plan says so, naming it, and stops saying so once it has one.
+TEST_F(ProtectedPathsFound, ASubmoduleNotCheckedOutIsNamedAsUnprotected) {
+    const auto named = [](const GitPlan& plan, const std::string& path) {
+        return std::any_of(plan.notes.begin(), plan.notes.end(), [&](const std::string& note) {
+            return note.find("not checked out") != std::string::npos && note.find(path) != std::string::npos;
+        });
+    };
+    const std::string ws = tmp.dir("ws");
+    repository("ws/.git");
+    tmp.file("ws/.gitmodules", "[submodule \"lib\"]\n\tpath = vendor/lib\n\turl = https://example.org/lib.git\n");
+    const std::string sub = tmp.dir("ws/vendor/lib");
+    EXPECT_TRUE(named(plan_git_protection({ws}, GitMode::Protect, defaults), sub));
+    tmp.file("ws/vendor/lib/.git", "gitdir: ../../.git/modules/lib\n");
+    EXPECT_FALSE(named(plan_git_protection({ws}, GitMode::Protect, defaults), sub));
+}
+
 TEST_F(ProtectedPathsFound, AMissingHooksDirectoryIsMadeAndAWorktreeConfigGitWouldReadToo) {
     const std::string ws = tmp.dir("ws");
     const std::string git = repository("ws/.git", false);
