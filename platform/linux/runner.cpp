@@ -4,19 +4,18 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <csignal>
 #include <fstream>
 #include <string>
 
-#include <csignal>
-
 #include <dirent.h>
-#include <sys/stat.h>
-#include <sys/uio.h>
-#include <sys/mman.h>
-#include <sys/wait.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
 
 #include <fcntl.h>
 #include <linux/capability.h>
@@ -302,7 +301,6 @@ bool has_sys_admin() {
     __user_cap_data_struct data[2] = {};
     return capabilities(data) == 0 && (data[CAP_SYS_ADMIN / 32].effective & (1U << (CAP_SYS_ADMIN % 32))) != 0;
 }
-
 
 // --- a process in front of the command -------------------------------------------------------
 
