@@ -189,6 +189,15 @@ bool linked_worktree_directory(const fs::path& directory) {
            fs::is_regular_file(directory / "gitdir", ec);
 }
 
+// A git directory's common directory (config, hooks, objects, modules/): the one a linked
+// worktree's own git directory names in `commondir`, or the git directory itself.
+fs::path common_directory(const fs::path& gitdir) {
+    if (linked_worktree_directory(gitdir))
+        if (auto line = first_line(gitdir / "commondir"))
+            if (auto common = directory_named(*line, gitdir)) return *common;
+    return gitdir;
+}
+
 class Finder {
 public:
     Finder(const std::vector<std::string>& roots, GitMode mode) : roots_(roots) { plan_.mode = mode; }
@@ -205,21 +214,22 @@ public:
         const fs::path dot_git = fs::path(root) / ".git";
         std::error_code ec;
         const fs::file_status status = fs::symlink_status(dot_git, ec);
+        std::optional<std::string> gitdir;
         if (fs::is_symlink(status)) {
             // Kept in place (a symlink can be a mount point too), and what it names protected.
             keep(dot_git.string());
-            if (auto target = directory_named(fs::read_symlink(dot_git, ec).string(), root); target && !ec)
-                repository(*target, root);
+            if (auto target = directory_named(fs::read_symlink(dot_git, ec).string(), root); target && !ec) gitdir = target;
         } else if (fs::is_regular_file(status)) {
             read_only(dot_git.string());
             if (auto line = first_line(dot_git); line && line->rfind("gitdir:", 0) == 0)
-                if (auto gitdir = directory_named(trim(line->substr(7)), root)) repository(*gitdir, root);
+                gitdir = directory_named(trim(line->substr(7)), root);
         } else if (fs::is_directory(status)) {
-            repository(dot_git.string(), root);
+            gitdir = dot_git.string();
         } else if (depth == 0 && looks_like_git_directory(root)) {
             repository(root, std::nullopt);
         }
-        submodules(root, depth);
+        if (gitdir) repository(*gitdir, root);
+        submodules(root, depth, gitdir ? std::optional<fs::path>(common_directory(*gitdir)) : std::nullopt);
     }
 
     GitPlan finish() {
@@ -233,10 +243,10 @@ public:
             std::string named;
             for (std::size_t i = 0; i < unpopulated_.size() && i < 3; ++i) named += (i ? ", " : "") + unpopulated_[i];
             if (unpopulated_.size() > 3) named += " and " + std::to_string(unpopulated_.size() - 3) + " more";
-            plan_.notes.push_back("git: submodules registered but not checked out (" + named + ") are not protected: a "
-                                  "repository the command makes in one (git init) or under .git/modules is the one a "
-                                  "git you run later uses there (status recurses into it; submodule update --init "
-                                  "reuses .git/modules), its config and hooks included");
+            plan_.notes.push_back("git: submodules registered but not checked out (" + named + ") are kept empty, but "
+                                  "a git directory the command makes for one under modules/ (where other submodules' "
+                                  "are) is the one a git submodule update --init you run later reuses, its config "
+                                  "and hooks included");
         }
         if (overflow_) plan_.notes.push_back(*overflow_);
         plan_.bounded = overflow_.has_value();
@@ -343,10 +353,8 @@ private:
         // `commondir` is a plant (an earlier call's, killed before its check): not followed, and
         // removed when this call ends.
         const bool linked = linked_worktree_directory(git);
-        std::optional<std::string> common;
-        if (linked)
-            if (auto line = first_line(git / "commondir")) common = directory_named(*line, git);
-        const fs::path shared = common ? fs::path(*common) : git;
+        const fs::path shared = common_directory(git);
+        const std::optional<std::string> common = shared != git ? std::optional<std::string>(shared.string()) : std::nullopt;
         const bool worktree_config = worktree_config_on(shared / "config");
         if (plan_.mode == GitMode::ReadOnly) {
             read_only(git);
@@ -432,7 +440,16 @@ private:
     // file naming its git directory under .git/modules, or an old-style directory) and its own
     // submodules. What .gitmodules says only picks paths inside the root to protect, never one
     // outside it.
-    void submodules(const std::string& top, int depth) {
+    //
+    // One registered but not checked out yet (a clone without --recursive: its directory empty,
+    // no .git/modules/NAME) has no repository to protect, and a git the caller runs later would
+    // use one the command made there: in its directory (status recurses into it) or under the
+    // superproject's modules/ (submodule update --init reuses it). So its directory is kept
+    // read-only, and a missing modules/ is made empty and read-only (git makes it anyway, and an
+    // empty one changes nothing for it). Where modules/ exists (other submodules are checked
+    // out, their git directories in it), a NAME there cannot be kept from being made: the plan
+    // names those submodules.
+    void submodules(const std::string& top, int depth, const std::optional<fs::path>& common) {
         if (depth >= kMaxSubmoduleDepth) return;
         for (const auto& entry : read_git_config(fs::path(top) / ".gitmodules")) {
             if (entry.section != "submodule" || entry.key != "path") continue;
@@ -441,7 +458,13 @@ private:
             const fs::path sub = fs::path(top) / relative;
             std::error_code ec;
             if (!fs::is_directory(fs::symlink_status(sub, ec)) || !inside_roots(sub.string())) continue;
-            if (!fs::exists(fs::symlink_status(sub / ".git", ec))) unpopulated_.push_back(sub.string());
+            if (!fs::exists(fs::symlink_status(sub / ".git", ec))) {
+                read_only(sub);
+                if (!common || plan_.mode == GitMode::ReadOnly) continue;  // read-only: modules/ is too
+                if (fs::exists(fs::symlink_status(*common / "modules", ec))) unpopulated_.push_back(sub.string());
+                else made(*common / "modules", true);
+                continue;
+            }
             root(sub.string(), depth + 1);
         }
     }
@@ -451,7 +474,7 @@ private:
     std::set<std::string> seen_;
     std::size_t entries_ = 0;
     std::optional<std::string> overflow_;
-    std::vector<std::string> unpopulated_;  // registered submodules with no .git yet
+    std::vector<std::string> unpopulated_;  // submodules not checked out, whose modules/NAME can be made
 };
 
 }  // namespace

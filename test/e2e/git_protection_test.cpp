@@ -235,6 +235,36 @@ TEST_P(GitLayouts, ASubmodulesGitDirectoryAndGitFileStayTheRepositorys) {
     EXPECT_FALSE(exists(sentinel)) << "the submodule's planted config or hook ran";
 }
 
+// A submodule registered but not checked out (the state a clone without --recursive leaves: an
+// empty directory, no .git/modules): the command can make a repository neither in its directory
+// (which a git status at the top would recurse into) nor under .git/modules (which a git
+// submodule update --init would reuse), and the caller's own update still works after the call.
+TEST_P(GitLayouts, ASubmoduleNotCheckedOutCannotBeGivenARepository) {
+    const std::string lib = base / "lib";
+    make_dir(lib);
+    git({"init", "-q", "-b", "main", "."}, lib);
+    write(lib + "/x", "x\n");
+    git({"add", "x"}, lib);
+    git({"commit", "-q", "-m", "x"}, lib);
+    ASSERT_EQ(git({"-c", "protocol.file.allow=always", "submodule", "add", "-q", lib, "vendor/lib"}, ws).status, 0);
+    git({"commit", "-q", "-m", "submodule"}, ws);
+    git({"submodule", "deinit", "-q", "-f", "vendor/lib"}, ws);
+    fs::remove_all(ws + "/.git/modules");
+    ASSERT_TRUE(fs::is_empty(ws + "/vendor/lib"));
+    const e2e::Result call = confined(
+        "(cd vendor/lib && git init -q . && git config core.fsmonitor '" + evil + "'); "
+        "mkdir -p .git/modules/vendor && git clone -q --bare " + lib + " .git/modules/vendor/lib && "
+        "printf '#!/bin/sh\\n" + evil + "\\n' > .git/modules/vendor/lib/hooks/post-checkout && "
+        "chmod +x .git/modules/vendor/lib/hooks/post-checkout; exit 0");
+    EXPECT_EQ(call.status, 0) << call.err;
+    EXPECT_FALSE(exists(ws + "/vendor/lib/.git")) << "a repository was made in the submodule's directory";
+    EXPECT_FALSE(exists(ws + "/.git/modules/vendor")) << "a git directory was made for the submodule";
+    git({"status"}, ws);
+    EXPECT_EQ(git({"-c", "protocol.file.allow=always", "submodule", "update", "-q", "--init"}, ws).status, 0);
+    EXPECT_FALSE(exists(sentinel)) << "a planted config or hook ran";
+    EXPECT_TRUE(exists(ws + "/vendor/lib/x")) << "the caller's own submodule update failed after the call";
+}
+
 TEST_P(GitLayouts, ALinkedWorktreesGitDirectoryCannotBeRedirected) {
     const std::string tree = base / "tree";
     ASSERT_EQ(git({"worktree", "add", "-q", tree}, ws).status, 0);

@@ -485,20 +485,35 @@ TEST_F(ProtectedPathsFound, ARootWithoutARepositorySaysWhatARepositoryAboveItGet
 }
 
 // A submodule .gitmodules registers but not checked out (a clone without --recursive) has no
-// repository to protect yet: the plan says so, naming it, and stops saying so once it has one.
-TEST_F(ProtectedPathsFound, ASubmoduleNotCheckedOutIsNamedAsUnprotected) {
+// repository to protect yet: its directory is kept read-only (no repository can be made in it),
+// and a missing modules/ is made read-only (none under it either). Where modules/ exists, the
+// plan names the submodule instead; once checked out, it is protected as any.
+TEST_F(ProtectedPathsFound, ASubmoduleNotCheckedOutIsKeptEmpty) {
     const auto named = [](const GitPlan& plan, const std::string& path) {
         return std::any_of(plan.notes.begin(), plan.notes.end(), [&](const std::string& note) {
             return note.find("not checked out") != std::string::npos && note.find(path) != std::string::npos;
         });
     };
+    const auto has = [](const std::vector<std::string>& list, const std::string& path) {
+        return std::find(list.begin(), list.end(), path) != list.end();
+    };
     const std::string ws = tmp.dir("ws");
-    repository("ws/.git");
+    const std::string git = repository("ws/.git");
     tmp.file("ws/.gitmodules", "[submodule \"lib\"]\n\tpath = vendor/lib\n\turl = https://example.org/lib.git\n");
     const std::string sub = tmp.dir("ws/vendor/lib");
-    EXPECT_TRUE(named(plan_git_protection({ws}, GitMode::Protect, defaults), sub));
+    const GitPlan fresh = plan_git_protection({ws}, GitMode::Protect, defaults);
+    EXPECT_TRUE(has(fresh.readOnly, sub));
+    EXPECT_TRUE(has(fresh.madeDirectories, git + "/modules"));
+    EXPECT_FALSE(named(fresh, sub));
+    tmp.dir("ws/.git/modules/other");
+    const GitPlan mixed = plan_git_protection({ws}, GitMode::Protect, defaults);
+    EXPECT_TRUE(has(mixed.readOnly, sub));
+    EXPECT_FALSE(has(mixed.madeDirectories, git + "/modules"));
+    EXPECT_TRUE(named(mixed, sub));
     tmp.file("ws/vendor/lib/.git", "gitdir: ../../.git/modules/lib\n");
-    EXPECT_FALSE(named(plan_git_protection({ws}, GitMode::Protect, defaults), sub));
+    const GitPlan checked_out = plan_git_protection({ws}, GitMode::Protect, defaults);
+    EXPECT_FALSE(has(checked_out.readOnly, sub));
+    EXPECT_FALSE(named(checked_out, sub));
 }
 
 TEST_F(ProtectedPathsFound, AMissingHooksDirectoryIsMadeAndAWorktreeConfigGitWouldReadToo) {
