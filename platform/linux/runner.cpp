@@ -318,35 +318,21 @@ void pass_on(int sig, siginfo_t* info, void*) {
     errno = saved;
 }
 
-// Whether a process other than this one belongs to session `sid`, as /proc shows them (one
-// that hidepid hides from this process is not seen). Unknown counts as yes.
+// Whether a process other than this one belongs to session `sid`, as /proc lists them (one that
+// hidepid hides from this process is not seen): one getsid(2) for each, no file opened, so a
+// host of many processes costs a lone session's leader little. Unknown counts as yes.
 bool others_in_session(pid_t sid) {
-    DIR* proc = opendir("/proc");
-    if (proc == nullptr) return true;
-    const pid_t self = getpid();
+    const long proc = linux_sys::call_with(SYS_openat, AT_FDCWD, "/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (proc < 0) return true;
+    const long self = getpid();
     bool found = false;
-    for (const dirent* entry; !found && (entry = readdir(proc)) != nullptr;) {
-        char* end = nullptr;
-        const long pid = std::strtol(entry->d_name, &end, 10);
-        if (end == entry->d_name || *end != '\0' || pid <= 0 || pid == self) continue;
-        char path[64];
-        std::snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-        const int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0) continue;
-        char text[1024];
-        const ssize_t got = read(fd, text, sizeof text - 1);
-        close(fd);
-        if (got <= 0) continue;
-        text[got] = '\0';
-        // "PID (COMM) STATE PPID PGRP SESSION ...": COMM may hold anything, ')' included.
-        const char* after = std::strrchr(text, ')');
-        char state = 0;
-        long parent = 0, group = 0, session = 0;
-        if (after != nullptr && std::sscanf(after + 1, " %c %ld %ld %ld", &state, &parent, &group, &session) == 4)
-            found = session == sid;
-    }
-    closedir(proc);
-    return found;
+    const long listed = linux_sys::for_each_entry(proc, [&](const char* name) {
+        const long pid = linux_sys::whole_number(name);
+        if (pid > 0 && pid != self && linux_sys::call_with(SYS_getsid, pid) == sid) found = true;
+        return !found;
+    });
+    linux_sys::call_with(SYS_close, proc);
+    return found || listed < 0;
 }
 
 }  // namespace
