@@ -327,9 +327,8 @@ int hold_and_check(const linux_runner::Launch& launch, const std::vector<git_che
         sigprocmask(SIG_SETMASK, &before, nullptr);
         _exit(launch.run());
     }
-    linux_runner::pass_signals_on(child);
     signal(SIGPIPE, SIG_IGN);  // a reader of stderr gone must not stop the repairs
-    sigprocmask(SIG_SETMASK, &before, nullptr);
+    linux_runner::pass_signals_on(child, before);
     linux_runner::drop_all_capabilities();
     prctl(PR_SET_DUMPABLE, 0);
     // Only stderr (for the repairs' lines) and the repositories' descriptors stay open here.
@@ -357,7 +356,7 @@ int hold_and_check(const linux_runner::Launch& launch, const std::vector<git_che
         }
         if (done < 0 && errno != EINTR) break;
     }
-    linux_runner::pass_signals_on(0);  // the command is reaped: its pid is free for another
+    linux_runner::stop_passing_signals();
     kill(-1, SIGKILL);  // every other process of the sandbox's PID namespace but its init
     for (;;) {
         const pid_t done = waitpid(-1, nullptr, 0);

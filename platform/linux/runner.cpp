@@ -337,14 +337,21 @@ bool others_in_session(pid_t sid) {
 
 }  // namespace
 
-void pass_signals_on(pid_t command) {
+void pass_signals_on(pid_t command, const sigset_t& mask) {
     g_command = command;
     struct sigaction action {};
     action.sa_sigaction = pass_on;
     action.sa_flags = SA_SIGINFO | SA_RESTART;
     sigemptyset(&action.sa_mask);
-    for (int sig : kPassedOn) sigaction(sig, &action, nullptr);
+    sigset_t passed = mask;
+    for (int sig : kPassedOn) {
+        sigaction(sig, &action, nullptr);
+        sigdelset(&passed, sig);  // a caller's blocked SIGTERM, kept across execve, must not stay so here
+    }
+    sigprocmask(SIG_SETMASK, &passed, nullptr);
 }
+
+void stop_passing_signals() { g_command = 0; }
 
 void end_as(int status) {
     if (WIFEXITED(status)) _exit(WEXITSTATUS(status));
@@ -433,8 +440,7 @@ int run_in_front(const Launch& launch) {
                                           "group): ") + std::strerror(started))
             .run();
     }
-    pass_signals_on(child);
-    sigprocmask(SIG_SETMASK, &before, nullptr);
+    pass_signals_on(child, before);
     drop_all_capabilities();
     prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     // Holding nothing of the call's: a reader of the caller's pipes, the proof of start's, sees
@@ -448,7 +454,7 @@ int run_in_front(const Launch& launch) {
     int status = 0;
     while (waitpid(child, &status, 0) < 0)
         if (errno != EINTR) _exit(125);
-    g_command = 0;  // its pid is free now: a signal that comes late is not passed on to another
+    stop_passing_signals();  // its pid is free now: a signal that comes late is not passed on to another
     end_as(status);
 }
 

@@ -4,6 +4,7 @@
 // of start, and exec the command.
 #pragma once
 
+#include <csignal>
 #include <memory>
 #include <sys/types.h>
 #include <span>
@@ -37,8 +38,13 @@ long drop_all_capabilities() noexcept;
 // exec path's front below) passes on the signals some process sends it with kill (a harness's,
 // `run`'s; not the kernel's to its group): SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 and
 // SIGWINCH, to `command`'s process group, or to `command` alone while it leads none. Installs
-// the handlers; the caller keeps the signals blocked from its fork until this returns.
-void pass_signals_on(pid_t command);
+// the handlers, then sets this process's mask to `mask` (the caller's, as it was before the
+// fork) with those signals unblocked: a caller that blocked one (a mask survives execve) still
+// has it passed on. The caller keeps every signal blocked from its fork until this returns.
+void pass_signals_on(pid_t command, const sigset_t& mask);
+
+// Once the command is reaped: its pid is free for another process, to which nothing is passed.
+void stop_passing_signals();
 
 // Ends this process the way the wait status `status` says the command ended: with its exit
 // status, or killed by the same signal (without a core dump).

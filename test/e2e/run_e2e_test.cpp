@@ -380,6 +380,32 @@ TEST_F(RunLandlock, TheExecPathsFrontPassesSignalsOnAndEndsAsTheCommand) {
     if (!gone) e2e::run_program({"/usr/bin/pkill", "-KILL", "-f", marker});
 }
 
+// A caller that blocked SIGTERM (a mask survives execve) and made the call a group's leader: the
+// front still passes its SIGTERM on. The caller is a script that runs the call as its child and
+// signals it once it said ready; the command (a dash loop, which starts with no signal blocked)
+// gives up after 10 s, so a SIGTERM that stayed blocked in the front shows as status 0.
+TEST_F(RunLandlock, TheFrontPassesOnASignalTheCallerBlocked) {
+    const char* caller = R"(import os, signal, sys
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    os.setpgid(0, 0)
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    os.dup2(w, 1)
+    os.execv(sys.argv[1], sys.argv[1:])
+os.close(w)
+os.read(r, 6)
+os.kill(pid, signal.SIGTERM)
+print("status", os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+)";
+    const e2e::Result r = e2e::run_program({"/usr/bin/python3", "-c", caller, e2e::binary(), "--backend", "landlock", "--mode",
+                                            "read-only", "--", "/bin/sh", "-c",
+                                            "echo ready; i=0; while [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done"},
+                                           options());
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(e2e::first_line(r.out), "status -" + std::to_string(SIGTERM)) << "not ended by the SIGTERM: " << r.out << r.err;
+}
+
 // A session's leader that holds no other process (a harness's start_new_session, setsid(1)):
 // every process of that session will be the command's, so the exec path stays in place, and a
 // killpg of the session's group still reaches the command's whole tree. The command's parent is
