@@ -229,7 +229,7 @@ public:
             repository(root, std::nullopt);
         }
         if (gitdir) repository(*gitdir, root);
-        submodules(root, depth, gitdir ? std::optional<fs::path>(common_directory(*gitdir)) : std::nullopt);
+        submodules(root, depth, gitdir ? std::optional<fs::path>(*gitdir) : std::nullopt);
     }
 
     GitPlan finish() {
@@ -431,8 +431,14 @@ private:
                 else read_only(entry / "config.worktree");
             }
             // Absolute, or (git 2.48's worktree.useRelativePaths) relative to this directory.
-            if (auto dot_git = first_line(entry / "gitdir"))
-                read_only(fs::path(*dot_git).is_absolute() ? fs::path(*dot_git) : (entry / *dot_git).lexically_normal());
+            const auto dot_git = first_line(entry / "gitdir");
+            if (!dot_git) continue;
+            const fs::path file = fs::path(*dot_git).is_absolute() ? fs::path(*dot_git) : (entry / *dot_git).lexically_normal();
+            read_only(file);
+            // A checkout inside a root is one as the root's own is: its submodules (their git
+            // directories under this directory's modules/) and its .gitmodules.
+            const std::string checkout = file.parent_path().string();
+            if (inside_roots(checkout) && checkouts_.insert(checkout).second) root(checkout, 0);
         }
     }
 
@@ -442,14 +448,15 @@ private:
     // outside it.
     //
     // One registered but not checked out yet (a clone without --recursive: its directory empty,
-    // no .git/modules/NAME) has no repository to protect, and a git the caller runs later would
-    // use one the command made there: in its directory (status recurses into it) or under the
-    // superproject's modules/ (submodule update --init reuses it). So its directory is kept
+    // no modules/NAME) has no repository to protect, and a git the caller runs later would use
+    // one the command made there: in its directory (status recurses into it) or under the
+    // modules/ of `gitdir`, the checkout's git directory (a linked worktree's is its own,
+    // .git/worktrees/NAME), which submodule update --init reuses. So its directory is kept
     // read-only, and a missing modules/ is made empty and read-only (git makes it anyway, and an
     // empty one changes nothing for it). Where modules/ exists (other submodules are checked
     // out, their git directories in it), a NAME there cannot be kept from being made: the plan
     // names those submodules.
-    void submodules(const std::string& top, int depth, const std::optional<fs::path>& common) {
+    void submodules(const std::string& top, int depth, const std::optional<fs::path>& gitdir) {
         if (depth >= kMaxSubmoduleDepth) return;
         for (const auto& entry : read_git_config(fs::path(top) / ".gitmodules")) {
             if (entry.section != "submodule" || entry.key != "path") continue;
@@ -460,9 +467,9 @@ private:
             if (!fs::is_directory(fs::symlink_status(sub, ec)) || !inside_roots(sub.string())) continue;
             if (!fs::exists(fs::symlink_status(sub / ".git", ec))) {
                 read_only(sub);
-                if (!common || plan_.mode == GitMode::ReadOnly) continue;  // read-only: modules/ is too
-                if (fs::exists(fs::symlink_status(*common / "modules", ec))) unpopulated_.push_back(sub.string());
-                else made(*common / "modules", true);
+                if (!gitdir || plan_.mode == GitMode::ReadOnly) continue;  // read-only: modules/ is too
+                if (fs::exists(fs::symlink_status(*gitdir / "modules", ec))) unpopulated_.push_back(sub.string());
+                else made(*gitdir / "modules", true);
                 continue;
             }
             root(sub.string(), depth + 1);
@@ -475,6 +482,7 @@ private:
     std::size_t entries_ = 0;
     std::optional<std::string> overflow_;
     std::vector<std::string> unpopulated_;  // submodules not checked out, whose modules/NAME can be made
+    std::set<std::string> checkouts_;       // linked worktrees' checkouts, each looked at once
 };
 
 }  // namespace

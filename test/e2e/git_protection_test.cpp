@@ -265,6 +265,40 @@ TEST_P(GitLayouts, ASubmoduleNotCheckedOutCannotBeGivenARepository) {
     EXPECT_TRUE(exists(ws + "/vendor/lib/x")) << "the caller's own submodule update failed after the call";
 }
 
+// A linked worktree inside the workspace is a checkout as the workspace's own is: its
+// submodules' git directories live under its own git directory (.git/worktrees/NAME/modules).
+// In `ready` the submodule is checked out (its config must stay read-only); in `bare` it is not
+// (no repository may be made for it, in its directory or under that modules/).
+TEST_P(GitLayouts, ALinkedWorktreesSubmodulesAreProtected) {
+    const std::string lib = base / "lib";
+    make_dir(lib);
+    git({"init", "-q", "-b", "main", "."}, lib);
+    write(lib + "/x", "x\n");
+    git({"add", "x"}, lib);
+    git({"commit", "-q", "-m", "x"}, lib);
+    ASSERT_EQ(git({"-c", "protocol.file.allow=always", "submodule", "add", "-q", lib, "vendor/lib"}, ws).status, 0);
+    git({"commit", "-q", "-m", "submodule"}, ws);
+    for (const char* tree : {"ready", "bare"}) ASSERT_EQ(git({"worktree", "add", "-q", "--detach", ws + "/" + tree}, ws).status, 0);
+    ASSERT_EQ(git({"-c", "protocol.file.allow=always", "submodule", "update", "-q", "--init"}, ws + "/ready").status, 0);
+    ASSERT_TRUE(exists(ws + "/.git/worktrees/ready/modules/vendor/lib/config"));
+    ASSERT_TRUE(fs::is_empty(ws + "/bare/vendor/lib"));
+    const e2e::Result call = confined(
+        "git -C ready/vendor/lib config core.fsmonitor '" + evil + "'; "
+        "(cd bare/vendor/lib && git init -q . && git config core.fsmonitor '" + evil + "'); "
+        "mkdir -p .git/worktrees/bare/modules/vendor && git clone -q --bare " + lib + " .git/worktrees/bare/modules/vendor/lib && "
+        "printf '#!/bin/sh\\n" + evil + "\\n' > .git/worktrees/bare/modules/vendor/lib/hooks/post-checkout && "
+        "chmod +x .git/worktrees/bare/modules/vendor/lib/hooks/post-checkout; exit 0");
+    EXPECT_EQ(call.status, 0) << call.err;
+    EXPECT_EQ(read_file(ws + "/.git/worktrees/ready/modules/vendor/lib/config").find(evil), std::string::npos);
+    EXPECT_FALSE(exists(ws + "/bare/vendor/lib/.git")) << "a repository was made in the submodule's directory";
+    EXPECT_FALSE(exists(ws + "/.git/worktrees/bare/modules/vendor")) << "a git directory was made for the submodule";
+    git({"status"}, ws + "/ready");
+    git({"status"}, ws + "/bare");
+    EXPECT_EQ(git({"-c", "protocol.file.allow=always", "submodule", "update", "-q", "--init"}, ws + "/bare").status, 0);
+    EXPECT_FALSE(exists(sentinel)) << "a planted config or hook ran";
+    EXPECT_TRUE(exists(ws + "/bare/vendor/lib/x")) << "the caller's own submodule update failed after the call";
+}
+
 TEST_P(GitLayouts, ALinkedWorktreesGitDirectoryCannotBeRedirected) {
     const std::string tree = base / "tree";
     ASSERT_EQ(git({"worktree", "add", "-q", tree}, ws).status, 0);
