@@ -38,6 +38,16 @@ bool contains(const std::string& haystack, const std::string& needle) { return h
 
 using e2e::backend_usable;
 
+// Whether a process whose command line matches `pattern` (pgrep -f) comes to be there
+// (`present`) or gone, looked for every 50 ms: a hang guard of 30 s, no timing asserted.
+bool pgrep_becomes(const std::string& pattern, bool present) {
+    for (int i = 0; i < 600; ++i) {
+        if ((e2e::run_program({"/usr/bin/pgrep", "-f", pattern}).status == 0) == present) return true;
+        usleep(50000);
+    }
+    return false;
+}
+
 // dsh-confine spawned in the background, for tests that signal it while it runs: stdout is a
 // pipe the test reads, stderr goes to a file, and the whole process group dies with the object.
 class Background {
@@ -361,21 +371,12 @@ TEST_F(RunLandlock, TheExecPathsFrontPassesSignalsOnAndEndsAsTheCommand) {
     const std::string marker = "^/bin/sleep " + duration + "$";
     Background child({"--backend", "landlock", "--mode", "read-only", "--", "/bin/sleep", duration}, options().env, err);
     ASSERT_TRUE(child.started());
-    bool running = false;
-    for (int i = 0; i < 400 && !running; ++i) {  // a hang guard: 20 s
-        running = e2e::run_program({"/usr/bin/pgrep", "-f", marker}).status == 0;
-        if (!running) usleep(50000);
-    }
-    ASSERT_TRUE(running) << "the command never ran: " << e2e::read_file(err);
+    ASSERT_TRUE(pgrep_becomes(marker, true)) << "the command never ran: " << e2e::read_file(err);
     const std::string command_pid = e2e::first_line(e2e::run_program({"/usr/bin/pgrep", "-f", marker}).out);
     EXPECT_NE(command_pid, std::to_string(child.pid())) << "no process stood in front: the command is the caller's pid";
     kill(child.pid(), SIGKILL);
     EXPECT_EQ(child.wait(20000), 128 + SIGKILL);
-    bool gone = false;
-    for (int i = 0; i < 600 && !gone; ++i) {  // a hang guard: 30 s
-        gone = e2e::run_program({"/usr/bin/pgrep", "-f", marker}).status != 0;
-        if (!gone) usleep(50000);
-    }
+    const bool gone = pgrep_becomes(marker, false);
     EXPECT_TRUE(gone) << "the command outlived its front";
     if (!gone) e2e::run_program({"/usr/bin/pkill", "-KILL", "-f", marker});
 }
@@ -505,11 +506,7 @@ void expect_tree_dies_with_run(const std::string& backend, const e2e::RunOptions
         << "the detached process never ran";
     kill(child.pid(), SIGKILL);
     EXPECT_EQ(child.wait(20000), 128 + SIGKILL);
-    bool gone = false;
-    for (int i = 0; i < 600 && !gone; ++i) {  // a hang guard: 30 s
-        gone = e2e::run_program({"/usr/bin/pgrep", "-f", marker}).status != 0;
-        if (!gone) usleep(50000);
-    }
+    const bool gone = pgrep_becomes(marker, false);
     EXPECT_TRUE(gone) << "left running after dsh-confine was killed: "
                       << e2e::run_program({"/usr/bin/pgrep", "-a", "-f", marker}).out;
     if (!gone) e2e::run_program({"/usr/bin/pkill", "-KILL", "-f", marker});
