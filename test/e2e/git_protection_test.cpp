@@ -206,17 +206,24 @@ INSTANTIATE_TEST_SUITE_P(Linux, GitProtection,
 
 // The layouts, on the exec path: a submodule, a linked worktree, a symlinked .git, a repository
 // whose .git is a file (--separate-git-dir), and the strict and the writable modes.
-class GitLayouts : public GitProtection {};
+class GitLayouts : public GitProtection {
+protected:
+    // A repository at `lib` with one commit, added to the workspace as submodule vendor/lib and
+    // committed there.
+    bool add_submodule(const std::string& lib) {
+        make_dir(lib);
+        git({"init", "-q", "-b", "main", "."}, lib);
+        write(lib + "/x", "x\n");
+        git({"add", "x"}, lib);
+        git({"commit", "-q", "-m", "x"}, lib);
+        if (git({"-c", "protocol.file.allow=always", "submodule", "add", "-q", lib, "vendor/lib"}, ws).status != 0) return false;
+        return git({"commit", "-q", "-m", "submodule"}, ws).status == 0;
+    }
+};
 
 TEST_P(GitLayouts, ASubmodulesGitDirectoryAndGitFileStayTheRepositorys) {
     const std::string lib = base / "lib";
-    make_dir(lib);
-    git({"init", "-q", "-b", "main", "."}, lib);
-    write(lib + "/x", "x\n");
-    git({"add", "x"}, lib);
-    git({"commit", "-q", "-m", "x"}, lib);
-    ASSERT_EQ(git({"-c", "protocol.file.allow=always", "submodule", "add", "-q", lib, "vendor/lib"}, ws).status, 0);
-    git({"commit", "-q", "-m", "submodule"}, ws);
+    ASSERT_TRUE(add_submodule(lib));
     const std::string module = ws + "/.git/modules/vendor/lib";
     ASSERT_TRUE(fs::is_directory(module));
     const e2e::Result call = confined(
@@ -241,13 +248,7 @@ TEST_P(GitLayouts, ASubmodulesGitDirectoryAndGitFileStayTheRepositorys) {
 // submodule update --init would reuse), and the caller's own update still works after the call.
 TEST_P(GitLayouts, ASubmoduleNotCheckedOutCannotBeGivenARepository) {
     const std::string lib = base / "lib";
-    make_dir(lib);
-    git({"init", "-q", "-b", "main", "."}, lib);
-    write(lib + "/x", "x\n");
-    git({"add", "x"}, lib);
-    git({"commit", "-q", "-m", "x"}, lib);
-    ASSERT_EQ(git({"-c", "protocol.file.allow=always", "submodule", "add", "-q", lib, "vendor/lib"}, ws).status, 0);
-    git({"commit", "-q", "-m", "submodule"}, ws);
+    ASSERT_TRUE(add_submodule(lib));
     git({"submodule", "deinit", "-q", "-f", "vendor/lib"}, ws);
     fs::remove_all(ws + "/.git/modules");
     ASSERT_TRUE(fs::is_empty(ws + "/vendor/lib"));
@@ -271,13 +272,7 @@ TEST_P(GitLayouts, ASubmoduleNotCheckedOutCannotBeGivenARepository) {
 // (no repository may be made for it, in its directory or under that modules/).
 TEST_P(GitLayouts, ALinkedWorktreesSubmodulesAreProtected) {
     const std::string lib = base / "lib";
-    make_dir(lib);
-    git({"init", "-q", "-b", "main", "."}, lib);
-    write(lib + "/x", "x\n");
-    git({"add", "x"}, lib);
-    git({"commit", "-q", "-m", "x"}, lib);
-    ASSERT_EQ(git({"-c", "protocol.file.allow=always", "submodule", "add", "-q", lib, "vendor/lib"}, ws).status, 0);
-    git({"commit", "-q", "-m", "submodule"}, ws);
+    ASSERT_TRUE(add_submodule(lib));
     for (const char* tree : {"ready", "bare"}) ASSERT_EQ(git({"worktree", "add", "-q", "--detach", ws + "/" + tree}, ws).status, 0);
     ASSERT_EQ(git({"-c", "protocol.file.allow=always", "submodule", "update", "-q", "--init"}, ws + "/ready").status, 0);
     ASSERT_TRUE(exists(ws + "/.git/worktrees/ready/modules/vendor/lib/config"));
