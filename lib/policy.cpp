@@ -172,6 +172,7 @@ SandboxExecutionPolicy resolve_policy(const SandboxPolicyRequest& request,
     // The network and, with `hosts`, its patterns: both from the first source that sets them.
     const auto canonical_hosts = [](const std::vector<std::string>& patterns, const std::string& what) {
         std::vector<std::string> out;
+        out.reserve(patterns.size());
         for (const auto& text : patterns) {
             auto pattern = parse_host_pattern(text);
             if (!pattern) throw Error(code::Usage, what + ": " + pattern.reason());

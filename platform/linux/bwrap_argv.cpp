@@ -1,6 +1,7 @@
 #include "bwrap_argv.hpp"
 
 #include <algorithm>
+#include <iterator>
 
 #include "../../lib/denial_words.hpp"
 
@@ -96,10 +97,16 @@ std::vector<std::string> build_argv(const Layout& layout, const std::vector<std:
     out.insert(out.end(), argv.begin(), argv.end());
     if (stage.hostsNetwork) {
         // The launcher starts the proxy outside, then execs bubblewrap (proxy_companion.hpp).
-        std::vector<std::string> launcher = {layout.stage, "net-proxy"};
-        for (const auto& host : policy.allowHosts) launcher.insert(launcher.end(), {"--allow-host", host});
-        launcher.push_back("--");
-        out.insert(out.begin(), launcher.begin(), launcher.end());
+        std::vector<std::string> launcher;
+        launcher.reserve(3 + 2 * policy.allowHosts.size() + out.size());
+        launcher.insert(launcher.end(), {layout.stage, "net-proxy"});
+        for (const auto& host : policy.allowHosts) {
+            launcher.emplace_back("--allow-host");
+            launcher.push_back(host);
+        }
+        launcher.emplace_back("--");
+        launcher.insert(launcher.end(), std::make_move_iterator(out.begin()), std::make_move_iterator(out.end()));
+        return launcher;
     }
     return out;
 }

@@ -233,12 +233,11 @@ int scope_ruleset(bool deny_network, std::string& why) {
     return create_ruleset({0, 0, scoped(abi, deny_network)}, abi, why);
 }
 
-int exec_confined(const RunnerArgs& args, const std::vector<std::string>& argv) {
-    RunnerArgs here = args;
+int exec_confined(RunnerArgs args, const std::vector<std::string>& argv) {
     // Behind a process in front, the command is another process: a proxy cannot keep this image.
     const bool in_front = linux_runner::stands_in_front();
-    here.execsHere = !in_front;
-    const linux_runner::Launch launch = prepare_confined(here, argv);
+    args.execsHere = !in_front;
+    const linux_runner::Launch launch = prepare_confined(args, argv);
     return in_front ? linux_runner::run_in_front(launch) : launch.run();
 }
 

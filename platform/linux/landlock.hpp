@@ -60,6 +60,6 @@ int scope_ruleset(bool deny_network, std::string& why);
 // Applies the ruleset for `args` to this process and execs argv. Returns only on failure,
 // with the exit status to use: 125 when confinement could not be set up (the message already
 // printed as `dsh-confine: error: LANDLOCK: ...`), 126/127 when the command cannot be run.
-int exec_confined(const RunnerArgs& args, const std::vector<std::string>& argv);
+int exec_confined(RunnerArgs args, const std::vector<std::string>& argv);
 
 }  // namespace dsh::landlock

@@ -146,8 +146,11 @@ RunnerArgs runner_args(const SandboxPolicy& policy, unsigned uid, const std::opt
 
 std::vector<std::string> build_argv(const std::string& runner, const RunnerArgs& args,
                                     const std::vector<std::string>& argv) {
-    std::vector<std::string> out = {runner, "landlock-exec", "--mode", std::string(to_string(args.mode)),
-                                    "--workspace-root", args.workspaceRoot};
+    std::vector<std::string> out;
+    // Sized once: a long allow-list would otherwise be copied at every doubling.
+    out.reserve(16 + 2 * (args.writableRoots.size() + args.allowHosts.size() + args.keepFds.size()) + argv.size());
+    out.insert(out.end(), {runner, "landlock-exec", "--mode", std::string(to_string(args.mode)), "--workspace-root",
+                           args.workspaceRoot});
     if (args.workspaceRootId) out.insert(out.end(), {"--workspace-root-id", *args.workspaceRootId});
     if (args.tempDir) out.insert(out.end(), {"--temp-dir", *args.tempDir});
     if (args.tempDirId) out.insert(out.end(), {"--temp-dir-id", *args.tempDirId});
@@ -157,7 +160,10 @@ std::vector<std::string> build_argv(const std::string& runner, const RunnerArgs&
     if (args.denyNetwork) out.insert(out.end(), {"--network", "deny"});
     if (!args.allowHosts.empty()) {
         out.insert(out.end(), {"--network", "hosts"});
-        for (const auto& host : args.allowHosts) out.insert(out.end(), {"--allow-host", host});
+        for (const auto& host : args.allowHosts) {
+            out.emplace_back("--allow-host");
+            out.push_back(host);
+        }
     }
     for (int fd : args.keepFds) out.insert(out.end(), {"--keep-fd", std::to_string(fd)});
     out.push_back("--");

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include <algorithm>
+#include <utility>
 
 #include <fcntl.h>
 #include <sys/socket.h>
@@ -255,7 +256,7 @@ int landlock_exec(const LandlockExecRequest& request, const std::vector<std::str
     if (!request.privateTempBase.empty()) args.privateTempBase = request.privateTempBase;
     args.statusFd = request.statusFd;
     if (request.maxAbi > 0) args.maxAbi = request.maxAbi;
-    return landlock::exec_confined(args, argv);
+    return landlock::exec_confined(std::move(args), argv);
 }
 
 }  // namespace dsh::platform

@@ -116,8 +116,11 @@ struct Exchange {
 
 class Server {
 public:
-    // Makes the resolver's thread now (Asio makes it at the first lookup): see
-    // ProxyOptions::awaitListeners. Throws std::system_error when it cannot.
+    // Makes the resolver's thread now (Asio makes it at the first lookup), so that a proxy that
+    // cannot make one fails at start-up, with one line, not at each lookup. Throws
+    // std::system_error when it cannot: where the command has used up its user's processes
+    // (RLIMIT_NPROC) before its first connection, which starts the proxy (proxy_companion.cpp),
+    // that call's network is what fails.
     explicit Server(const ProxyOptions& options) : options_(options) {
         tcp::resolver warm(io_);
         warm.async_resolve("127.0.0.1", "0", tcp::resolver::numeric_host | tcp::resolver::numeric_service,
@@ -1011,15 +1014,10 @@ void raise_descriptor_limit(std::size_t connections) {
 int run_proxy(const ProxyOptions& options, std::string* error) {
     ::signal(SIGPIPE, SIG_IGN);
     raise_descriptor_limit(options.maxConnections);
-    ProxyOptions effective = options;
     std::string why;
     int status = 0;
     try {
-        Server server(effective);
-        if (effective.awaitListeners) {
-            effective.listenFds = effective.awaitListeners();
-            if (effective.listenFds.empty()) return 0;
-        }
+        Server server(options);
         if (server.start(why)) server.run();
         else status = 1;
     } catch (const std::exception& e) {

@@ -39,12 +39,6 @@ struct ProxyOptions {
     // namespace, under Landlock on the host's loopback). The proxy accepts on them and closes
     // them when it ends.
     std::vector<int> listenFds;
-    // When set, called once the proxy's own start-up is done and before it serves, to give the
-    // listening sockets in place of `listenFds` (empty: end at once, status 0). Start-up makes
-    // the only thread the proxy ever has (the resolver's), so a command that has since used up
-    // its processes (a pids limit, RLIMIT_NPROC shared with the proxy's user) cannot stop a
-    // lookup by leaving no thread to make.
-    std::function<std::vector<int>()> awaitListeners;
     // The proxy ends, closing every connection, when any of these descriptors becomes readable
     // or hangs up (a pidfd, a pipe's read end whose writers are gone, a socket whose peer shut it
     // down). None: never (tests). Not closed.

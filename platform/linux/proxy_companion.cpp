@@ -153,19 +153,40 @@ int launch_middle(void* arg) {
 // What the proxy's process serves, and with what (start_proxy hands it over by argv or in memory).
 struct Serving {
     std::vector<HostPattern> allow;
+    std::vector<std::string> unparsed;  // canonical patterns still to parse into `allow`
     std::vector<int> listenFds;
     int owner = -1;
     int channel = -1;
     int refusals = -1;
 };
 
+// Waits until a client is waiting on one of `listeners` (true), or one of `lifetimes` is
+// readable or hung up first (false: the call ended without a connection to the proxy).
+bool await_first_client(const std::vector<int>& listeners, const std::vector<int>& lifetimes) {
+    std::vector<pollfd> fds;
+    for (int fd : listeners) fds.push_back({fd, POLLIN, 0});
+    for (int fd : lifetimes) fds.push_back({fd, POLLIN, 0});
+    for (;;) {
+        if (poll(fds.data(), fds.size(), -1) < 0) {
+            if (errno == EINTR) continue;
+            return true;  // the event loop reports what is wrong
+        }
+        for (std::size_t i = listeners.size(); i < fds.size(); ++i)
+            if (fds[i].revents != 0) return false;
+        return true;
+    }
+}
+
 // The proxy until its owner ends: 0, or 1 with a PROXY line on stderr. Every signal still
 // blocked on entry (start_proxy keeps them so), and the process in its own session already.
+//
+// Its own start-up (the patterns parsed, the event loop and the resolver's thread made) waits
+// for the first client: most calls never connect, and a start-up running beside the command as
+// it starts slowed the command itself, though on another core (0.8 ms of a 7 ms `true` on this
+// project's VM, whose page faults each trap to the hypervisor; docs/performance.md). The cost
+// moves to the first connection's set-up.
 int serve(const Serving& serving) {
     const int owner = serving.owner, channel = serving.channel, refusals = serving.refusals;
-    const std::vector<int>& listen_fds = serving.listenFds;
-    ProxyOptions options;
-    options.allow = serving.allow;
     // Signals: what a process started afresh has (an ignored SIGHUP or SIGTERM of the caller's
     // parent is not the proxy's), then unblocked (start_proxy kept them blocked).
     for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD}) signal(sig, SIG_DFL);
@@ -173,18 +194,21 @@ int serve(const Serving& serving) {
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
 
-    options.listenFds = listen_fds;
+    ProxyOptions options;
+    options.listenFds = serving.listenFds;
     if (channel >= 0) {
-        // After the proxy's start-up (ProxyOptions::awaitListeners): the stage sends them just
-        // before it starts the command. None: the stage failed, or the sandbox ended, first.
-        options.awaitListeners = [channel, owner] {
-            std::vector<int> received = receive_listeners(channel, owner);
-            close(channel);
-            return received;
-        };
+        // The stage sends them just before it starts the command. None: the stage failed, or
+        // the sandbox ended, first.
+        options.listenFds = receive_listeners(channel, owner);
+        close(channel);
+        if (options.listenFds.empty()) return 0;
     }
     options.lifetimeFds = {owner};
     if (refusals >= 0) options.lifetimeFds.push_back(refusals);  // `run` shut its side down, or is gone
+    if (!await_first_client(options.listenFds, options.lifetimeFds)) return 0;
+    options.allow = serving.allow;
+    for (const auto& text : serving.unparsed)
+        if (auto pattern = parse_host_pattern(text)) options.allow.push_back(*pattern);
     unsigned long long undelivered = 0;
     options.onRefused = [refusals, &undelivered](const ProxyRefusal& refusal) {
         const std::string where = (refusal.host.find(':') == std::string::npos ? refusal.host : "[" + refusal.host + "]") +
@@ -222,8 +246,7 @@ int serve(const Serving& serving) {
 // program. The kernel then leaves the caller's old image to the clone alone, already started up:
 // no page table copied, no second start-up of dsh-confine, and the caller never waits.
 struct Beside {
-    std::vector<std::string> allow;  // parsed by the proxy, once the caller has gone on
-    Serving serving;
+    Serving serving;  // its patterns unparsed: parsed by the proxy, once a client comes
     std::vector<int> keep;  // in ascending order
     int null = -1;
     long caller = 0;  // the caller's pid
@@ -259,8 +282,6 @@ using linux_sys::call_with;
         if (handled || (sigismember(&pending, sig) == 1 && !ignored)) signal(sig, SIG_DFL);
     }
     setenv("LOCALDOMAIN", "", 1);  // as start_proxy's other way (it says why)
-    for (const auto& text : b->allow)
-        if (auto pattern = parse_host_pattern(text)) b->serving.allow.push_back(*pattern);
     // exit_group itself, not _exit: this stack is none the C library or a sanitizer knows of.
     call_with(SYS_exit_group, serve(b->serving));
 }
@@ -295,7 +316,7 @@ bool start_beside(const std::vector<std::string>& allow, const std::vector<int>&
     // with it reachable, not leaked.
     static Beside* kept = nullptr;
     auto* b = kept = new Beside;
-    b->allow = allow;
+    b->serving.unparsed = allow;
     b->serving.listenFds = listen_fds;
     b->serving.owner = owner;
     b->serving.channel = channel;

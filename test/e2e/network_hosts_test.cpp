@@ -698,6 +698,80 @@ TEST_P(ProxySignals, ASigtermEndsTheProxyWhileTheCommandRuns) {
 INSTANTIATE_TEST_SUITE_P(Linux, ProxySignals, ::testing::ValuesIn(e2e::backends_and_callers({"exec", "run"})),
                          e2e::backend_caller_name);
 
+// The proxy's own start-up (its event loop, the resolver's thread) waits for its first client:
+// a call that never connects pays for none of it. Until a client comes the proxy's process is
+// one thread; the first connection starts it, and is served.
+class ProxyStart : public NetworkHosts {};
+
+// The number of threads of process `pid`, or 0 once it is gone.
+std::size_t threads_of(pid_t pid) {
+    std::error_code ec;
+    std::size_t count = 0;
+    for (fs::directory_iterator it("/proc/" + std::to_string(pid) + "/task", ec), end; !ec && it != end; it.increment(ec)) ++count;
+    return count;
+}
+
+TEST_P(ProxyStart, TheProxyStartsUpAtItsFirstClient) {
+    CountingServer allowed;
+    const std::string a = "127.0.0.1:" + std::to_string(allowed.port());
+    const std::string ready = ws + "/ready", go = ws + "/go";
+    ASSERT_EQ(mkfifo(ready.c_str(), 0600), 0);
+    ASSERT_EQ(mkfifo(go.c_str(), 0600), 0);
+    own(ready);
+    own(go);
+    const json spec = {{"steps", {{"http-allowed", "http", "http://" + a + "/"}}}, {"exit", 0}};
+    std::vector<std::string> command = {"/bin/sh", "-c",
+                                        "echo ready > \"$0\"; read line < \"$1\"; \"$2\" -c \"$3\" \"$4\"; "
+                                        "echo ready > \"$0\"; read line < \"$1\"",
+                                        ready, go};
+    const std::vector<std::string> the_client = client(spec);
+    command.insert(command.end(), {the_client[0], the_client[2], the_client[3]});
+    Fd ready_fd(open(ready.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC)), go_fd(open(go.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC));
+    e2e::Result result;
+    std::thread caller([&] { result = e2e::run_program(call({a}, command), options()); });
+    const auto next = [&] {  // the command's next "ready": true once it came
+        const bool came = said_ready(ready_fd.get());
+        char line[64];
+        [[maybe_unused]] const ssize_t drained = read(ready_fd.get(), line, sizeof line);
+        return came;
+    };
+    bool first = false, second = false;
+    std::size_t before = 0, after = 0;
+    std::vector<pid_t> during;
+    try {
+        first = next();
+        during = awaited_proxy_processes(home.path());
+        if (during.size() == 1) {
+            // Once it waits (its signals unblocked just before), and for 300 ms more: one thread.
+            for (int tries = 0; !blocks_nothing(during.front()) && tries < 1000; ++tries)
+                std::this_thread::sleep_for(std::chrono::milliseconds(10));
+            before = threads_of(during.front());
+            for (int tries = 0; tries < 30 && before == 1; ++tries) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(10));
+                before = std::max(before, threads_of(during.front()));
+            }
+        }
+        [[maybe_unused]] const ssize_t n = write(go_fd.get(), "go\n", 3);
+        second = next();
+        if (during.size() == 1) after = threads_of(during.front());
+    } catch (const std::exception& e) {
+        ADD_FAILURE() << e.what();
+    }
+    [[maybe_unused]] const ssize_t n = write(go_fd.get(), "go\n", 3);
+    caller.join();
+    ASSERT_TRUE(first && second) << "the command never said it was ready: " << result.err;
+    ASSERT_EQ(result.status, 0) << result.err;
+    ASSERT_EQ(during.size(), 1U) << "the proxy's process was not found while the call ran";
+    EXPECT_EQ(before, 1U) << "the proxy started up before any client came";
+    EXPECT_EQ(step(result.out, "http-allowed"), "200") << result.out << result.err;
+    EXPECT_EQ(allowed.accepted(), 1) << allowed.requests();
+    EXPECT_EQ(after, 2U) << "the proxy's first client did not start it up (its resolver's thread)";
+    EXPECT_TRUE(ends(during.front())) << "the proxy outlived the call: pid " << during.front();
+}
+
+INSTANTIATE_TEST_SUITE_P(Linux, ProxyStart, ::testing::ValuesIn(e2e::backends_and_callers({"exec", "run"})),
+                         e2e::backend_caller_name);
+
 // On the exec path the proxy's process keeps the caller's image, so under Landlock it is the
 // command's child: one no wait(2) of the command's finds. A command that waits for any child of
 // its own (`wait -n`, waitpid(-1), a supervisor reaping until ECHILD) must see none and go on.
