@@ -11,7 +11,9 @@
 // that ends at once, both clones sharing run's memory until the proxy executes this binary afresh
 // as `dsh-confine __proxy` (ProxyStart::OwnImage), so it is nobody's child. Either way in a session
 // of its own (a terminal's or a harness's signal to the caller's process group does not reach it), with
-// only stderr, its listening sockets and a pidfd of the process that started it. It serves until
+// only stderr, its listening sockets and a pidfd of the process that started it. It waits for its
+// first client before it starts up (its patterns parsed, its event loop and resolver's thread
+// made), so a call that never connects pays for none of that. It serves until
 // that process ends: under bubblewrap that process is bubblewrap itself (the plan's launcher,
 // `dsh-confine net-proxy ... -- bwrap ...`, execs it), whose end is the sandbox's end; under
 // Landlock it is the runner, which becomes the command; under `run` (either backend) it is `run`,
