@@ -164,6 +164,7 @@ struct Serving {
 // readable or hung up first (false: the call ended without a connection to the proxy).
 bool await_first_client(const std::vector<int>& listeners, const std::vector<int>& lifetimes) {
     std::vector<pollfd> fds;
+    fds.reserve(listeners.size() + lifetimes.size());
     for (int fd : listeners) fds.push_back({fd, POLLIN, 0});
     for (int fd : lifetimes) fds.push_back({fd, POLLIN, 0});
     for (;;) {
