@@ -48,6 +48,8 @@ std::vector<std::string> enforcement_gaps(int abi) {
         std::string("IPC: Landlock cannot govern SysV IPC or POSIX message queues, which are the host's: the ") +
             "command can use and remove the caller's SysV message queues, semaphores and shared memory and remove " +
             "its POSIX message queues, and what it makes persists after it ends",
+        std::string("CPU affinity: the command can pin a process of the same user outside the sandbox to some CPUs ") +
+            "(sched_setaffinity(2) has no Landlock scope; the runner's filter refuses the other scheduling changes)",
     };
     if (abi < 3) gaps.push_back("truncate: truncate(2) of existing files is not governed before Landlock ABI 3");
     if (abi < 5) gaps.push_back("device ioctls: ioctls on device files are not governed before Landlock ABI 5");

@@ -5,7 +5,11 @@
 // points, x32), which could reach ioctl or socketcall by other numbers, with ENOSYS; and
 // prlimit64() on any process but the caller itself (EPERM), which a process of the same user could
 // otherwise use to starve a process outside the sandbox (its resource limits are not governed by
-// signals' scope): the command's own limits stay its own to set.
+// signals' scope): the command's own limits stay its own to set. So are setpriority(),
+// ioprio_set(), sched_setscheduler(), sched_setparam() and sched_setattr() on anything but the
+// caller itself (pid 0; EPERM): a nice value, a scheduling policy (SCHED_IDLE) or an I/O class
+// of the same user's processes outside, which no scope governs either. sched_setaffinity() is
+// left to the command (its own threads, by their ids, are what it pins): a named gap.
 //
 // Under Landlock it also refuses the ioctls that change a file's metadata where Landlock has no
 // hook (it governs ioctls on device files only): inode flags (chattr: append-only, no-dump,

@@ -13,6 +13,7 @@
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/ptrace.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -63,6 +64,9 @@ unsigned clone_flags_arg(std::uint32_t token) { return token == SCMP_ARCH_S390 |
 // socketpair()'s type as the kernel takes it: the low four bits (SOCK_TYPE_MASK); the bits above
 // may only be SOCK_NONBLOCK and SOCK_CLOEXEC (EINVAL otherwise).
 constexpr std::uint64_t kSocketTypeMask = 0xf;
+
+// ioprio_set(2)'s `which` for one process (linux/ioprio.h, which Debian 12's headers lack).
+constexpr std::uint64_t kIoprioWhoProcess = 1;
 
 // The socket rules of each state (tty_guard.hpp's SocketRules).
 void add_socket_rules(SocketRules rules, std::vector<Refusal>& out) {
@@ -120,6 +124,17 @@ std::vector<Refusal> refusals(const GuardOptions& options, std::uint32_t arch) {
     // stage holding a call open for its end-of-call checks: RLIMIT_FSIZE 0 kills it mid-write).
     // Its own (pid 0: setrlimit, ulimit) stay the command's to set.
     out.push_back({"prlimit64", EPERM, {is_not(0, 0)}});
+    // Another process's scheduling, the same way: no LSM hook Landlock has governs a nice value,
+    // a scheduling policy or an I/O priority, and a process of the same user may lower another's
+    // (SCHED_IDLE would all but stop the caller's shell). The command's own, by pid 0, stay its
+    // own (nice, ionice, chrt and os.nice name themselves so); a thread of its own by its id is
+    // refused too, a named over-block (pthread_setschedparam). setpriority(2) and ioprio_set(2)
+    // take a process (0 and 1 are PRIO_PROCESS and IOPRIO_WHO_PROCESS), never a group or a user.
+    out.push_back({"setpriority", EPERM, {is_not(0, PRIO_PROCESS)}});
+    out.push_back({"setpriority", EPERM, {is_not(1, 0)}});
+    out.push_back({"ioprio_set", EPERM, {is_not(0, kIoprioWhoProcess)}});
+    out.push_back({"ioprio_set", EPERM, {is_not(1, 0)}});
+    for (const char* call : {"sched_setscheduler", "sched_setparam", "sched_setattr"}) out.push_back({call, EPERM, {is_not(0, 0)}});
     if (options.callersChild) {
         out.push_back({"ptrace", EPERM, {masked_is(0, 0xffffffffULL, PTRACE_TRACEME)}});
         out.push_back({"clone", EPERM, {masked_is(clone_flags_arg(arch), CLONE_PARENT, CLONE_PARENT)}});

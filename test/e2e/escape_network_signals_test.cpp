@@ -17,13 +17,16 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <iterator>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -646,6 +649,95 @@ TEST_P(CallersChild, TheCommandCannotMakeItsParentActForIt) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Linux, CallersChild, ::testing::ValuesIn(every_combination()), e2e::backend_caller_name);
+
+// --- other processes' scheduling ------------------------------------------------------------
+
+// The command, as the victim's user: lowers the victim's nice value (by its pid, and by its
+// process group, which it leads), sets it SCHED_IDLE, and its I/O class idle (ionice), then its
+// own (by pid 0), which stay its to set. One line each: done or refused.
+const char* kScheduling = R"(import os, subprocess, sys
+victim = int(sys.argv[1])
+def attempt(name, f):
+    try:
+        f()
+        print(name, "done")
+    except OSError:
+        print(name, "refused")
+def ionice():
+    if subprocess.run(["ionice", "-c", "3", "-p", str(victim)], stderr=subprocess.DEVNULL).returncode != 0:
+        raise OSError("ionice")
+attempt("nice", lambda: os.setpriority(os.PRIO_PROCESS, victim, 19))
+attempt("group-nice", lambda: os.setpriority(os.PRIO_PGRP, victim, 19))
+attempt("idle", lambda: os.sched_setscheduler(victim, os.SCHED_IDLE, os.sched_param(0)))
+attempt("io-idle", ionice)
+attempt("own", lambda: (os.setpriority(os.PRIO_PROCESS, 0, 5), os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))))
+)";
+
+class OthersScheduling : public NetworkSignals {
+protected:
+    static bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+    // A `sleep` of this test's user, in a session (and process group) of its own, outside any sandbox.
+    pid_t start_victim() const {
+        const pid_t pid = fork();
+        if (pid == 0) {
+            setsid();
+            if (uid && (setgid(*uid) != 0 || setuid(*uid) != 0)) _exit(127);
+            execl("/bin/sleep", "sleep", "60", static_cast<char*>(nullptr));
+            _exit(127);
+        }
+        return pid;
+    }
+    static void end(pid_t victim) {
+        kill(victim, SIGKILL);
+        waitpid(victim, nullptr, 0);
+    }
+    // The victim's nice value and scheduling policy (/proc/PID/stat's 19th and 41st fields) and
+    // I/O class (ionice's word), as the host sees them.
+    static std::string scheduling_of(pid_t victim) {
+        const std::string stat = read_file("/proc/" + std::to_string(victim) + "/stat");
+        std::istringstream fields(stat.substr(std::min(stat.size(), stat.rfind(')') + 2)));
+        std::vector<std::string> field(std::istream_iterator<std::string>(fields), {});
+        const e2e::Result io = e2e::run_program({"/usr/bin/ionice", "-p", std::to_string(victim)}, {});
+        return "nice " + (field.size() > 16 ? field[16] : "?") + " policy " + (field.size() > 38 ? field[38] : "?") +
+               " io " + first_line(io.out);
+    }
+};
+
+// No LSM hook governs another process's nice value, scheduling policy or I/O priority, and a
+// process of the same user may lower them: the guard refuses every target but the command's
+// own process (bubblewrap's PID namespace already hides the victim). Judged by the victim's
+// scheduling as the host reads it, with an unconfined control.
+TEST_P(OthersScheduling, TheCommandCannotLowerAProcessOutsideItsSandbox) {
+    E2E_REQUIRE(e2e::exists("/usr/bin/ionice"), "no ionice (util-linux)");
+    const pid_t victim = start_victim();
+    ASSERT_GT(victim, 0);
+    usleep(50 * 1000);  // the victim has executed sleep
+    const std::string before = scheduling_of(victim);
+    const e2e::Result r = confined("allow", python(kScheduling, {std::to_string(victim)}));
+    const std::string after = scheduling_of(victim);
+    end(victim);
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(after, before) << r.out;
+    for (const char* name : {"nice", "group-nice", "idle", "io-idle"})
+        EXPECT_TRUE(contains(r.out, std::string(name) + " refused\n")) << name << ": " << r.out;
+    EXPECT_TRUE(contains(r.out, "own done\n")) << "the command's own scheduling is its own: " << r.out << r.err;
+    if (form != "exec") return;
+    // The control: unconfined, the same command lowers the victim.
+    const pid_t control = start_victim();
+    ASSERT_GT(control, 0);
+    usleep(50 * 1000);
+    const std::string control_before = scheduling_of(control);
+    std::vector<std::string> argv = {e2e::binary(), "--mode", "danger-full-access", "--"};
+    const std::vector<std::string> command = python(kScheduling, {std::to_string(control)});
+    argv.insert(argv.end(), command.begin(), command.end());
+    const e2e::Result c = e2e::run_program(argv, options());
+    const std::string control_after = scheduling_of(control);
+    end(control);
+    EXPECT_TRUE(contains(c.out, "nice done\n") && contains(c.out, "idle done\n")) << c.out << c.err;
+    EXPECT_NE(control_after, control_before) << c.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Linux, OthersScheduling, ::testing::ValuesIn(every_combination()), e2e::backend_caller_name);
 
 // Where the kernel has no Landlock (no_landlock makes its syscalls fail, as on such a kernel), the
 // bubblewrap plan names the signals gap, and the gap is what it says: with a controlling terminal

@@ -479,7 +479,7 @@ bool any_gap_starts_with(const Argv& gaps, const std::string& prefix) {
     return std::any_of(gaps.begin(), gaps.end(), [&](const std::string& gap) { return gap.rfind(prefix, 0) == 0; });
 }
 
-TEST(LandlockGaps, AbiSevenNamesTheMetadataAndIpcGaps) {
+TEST(LandlockGaps, AbiSevenNamesTheMetadataIpcAndAffinityGaps) {
     const Argv gaps = landlock::enforcement_gaps(7);
     EXPECT_TRUE(any_gap_starts_with(gaps, "chmod:"));
     EXPECT_TRUE(any_gap_starts_with(gaps, "chown:"));
@@ -487,7 +487,8 @@ TEST(LandlockGaps, AbiSevenNamesTheMetadataAndIpcGaps) {
     EXPECT_TRUE(any_gap_starts_with(gaps, "xattrs:"));
     EXPECT_TRUE(any_gap_starts_with(gaps, "file ioctls:"));
     EXPECT_TRUE(any_gap_starts_with(gaps, "IPC:"));
-    EXPECT_EQ(gaps.size(), 6u);
+    EXPECT_TRUE(any_gap_starts_with(gaps, "CPU affinity:"));
+    EXPECT_EQ(gaps.size(), 7u);
 }
 
 
