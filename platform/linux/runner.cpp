@@ -6,6 +6,8 @@
 #include <cstring>
 #include <csignal>
 #include <fstream>
+#include <istream>
+#include <sstream>
 #include <string>
 
 #include <dirent.h>
@@ -367,10 +369,39 @@ void end_as(int status) {
     _exit(128 + sig);
 }
 
+bool proc_hides_processes(std::istream& mountinfo) {
+    // ID PARENT MAJ:MIN ROOT MOUNT-POINT OPTIONS [OPTIONAL...] - TYPE SOURCE SUPER-OPTIONS
+    bool hides = false;
+    for (std::string line; std::getline(mountinfo, line);) {
+        std::istringstream fields(line);
+        std::string id, parent, device, root, point;
+        if (!(fields >> id >> parent >> device >> root >> point) || point != "/proc") continue;
+        std::string word, type, source, options;
+        while (fields >> word && word != "-") {
+        }
+        if (!(fields >> type >> source >> options) || type != "proc") continue;
+        hides = false;  // the last mount at /proc is the one on top
+        for (std::size_t at = 0; at <= options.size();) {
+            const std::size_t comma = std::min(options.find(',', at), options.size());
+            const std::string option = options.substr(at, comma - at);
+            if (option == "hidepid=2" || option == "hidepid=invisible" || option == "hidepid=4" || option == "hidepid=ptraceable")
+                hides = true;
+            at = comma + 1;
+        }
+    }
+    return hides;
+}
+
 bool stands_in_front() {
     const pid_t self = getpid();
     if (getpgid(0) != self || has_controlling_terminal()) return false;
-    return getsid(0) != self || others_in_session(self);
+    if (getsid(0) != self || others_in_session(self)) return true;
+    // Alone as far as /proc shows; but where /proc hides the processes this one cannot trace
+    // (hidepid=invisible or ptraceable: another user's, a non-dumpable one of its own), the
+    // session may hold some it cannot see, and it stands in front (unreadable counts as hidden).
+    // /proc/self/mountinfo is the kernel's.
+    std::ifstream mountinfo("/proc/self/mountinfo");
+    return !mountinfo || proc_hides_processes(mountinfo);
 }
 
 namespace {

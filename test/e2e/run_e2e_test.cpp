@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <regex>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -418,6 +419,36 @@ TEST_F(RunLandlock, TheExecPathStaysInPlaceForALoneSessionLeader) {
                                            options());
     EXPECT_EQ(r.status, 0) << r.err;
     EXPECT_EQ(e2e::first_line(r.out), "setsid") << "the command's parent: " << r.out;
+}
+
+// Where /proc hides the processes a caller cannot trace (hidepid=invisible), a session that looks
+// empty may not be: the runner stands in front. Here the session holds only dsh-confine, in a
+// mount namespace whose /proc has hidepid=invisible; as root and as nobody. The session's leader
+// says its pid, then executes the call: the command's pid is another where a process stands in
+// front (in place, the command is that leader).
+TEST_F(RunLandlock, TheExecPathStandsInFrontWhereProcHidesProcesses) {
+    E2E_REQUIRE(e2e::exists("/usr/bin/setsid") && e2e::exists("/usr/bin/unshare") && e2e::exists("/usr/bin/setpriv"),
+                "no setsid, unshare or setpriv (util-linux)");
+    E2E_REQUIRE(getuid() == 0, "mounting a /proc with hidepid needs root");
+    for (const std::string user : {"root", "nobody"}) {
+        for (const std::string hidepid : {"invisible", "off"}) {
+            const std::string as = user == "root" ? "" : "setpriv --reuid=65534 --regid=65534 --clear-groups ";
+            const std::string leader = "echo \"leader $$\"; exec \"$0\" --backend landlock --mode read-only -- /bin/sh -c "
+                                       "'echo \"command $$\"'";
+            const std::string script = "mount -t proc -o hidepid=" + hidepid + " proc /proc || exit 99; exec " + as +
+                                       "/usr/bin/setsid --wait /bin/sh -c '" + std::regex_replace(leader, std::regex("'"), "'\\''") + "' \"$0\"";
+            const e2e::Result r = e2e::run_program(
+                {"/usr/bin/unshare", "-m", "--propagation", "private", "/bin/sh", "-c", script, e2e::binary()}, options());
+            ASSERT_EQ(r.status, 0) << user << " " << hidepid << ": " << r.err;
+            const std::size_t l = r.out.find("leader "), c = r.out.find("command ");
+            ASSERT_TRUE(l != std::string::npos && c != std::string::npos) << r.out;
+            const std::string leader_pid = e2e::first_line(r.out.substr(l + 7)), command_pid = e2e::first_line(r.out.substr(c + 8));
+            if (hidepid == "invisible")
+                EXPECT_NE(command_pid, leader_pid) << user << ": the command ran in place, with no process in front: " << r.out;
+            else
+                EXPECT_EQ(command_pid, leader_pid) << user << ": a lone leader where /proc hides nothing stays in place: " << r.out;
+        }
+    }
 }
 
 // Whatever the runner does with a signal, a command that already ran is never reported as a
