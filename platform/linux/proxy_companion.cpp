@@ -183,9 +183,9 @@ bool await_first_client(const std::vector<int>& listeners, const std::vector<int
 //
 // Its own start-up (the patterns parsed, the event loop and the resolver's thread made) waits
 // for the first client: most calls never connect, and a start-up running beside the command as
-// it starts slowed the command itself, though on another core (0.8 ms of a 7 ms `true` on this
-// project's VM, whose page faults each trap to the hypervisor; docs/performance.md). The cost
-// moves to the first connection's set-up.
+// it starts slowed the command itself, though on another core (0.3 to 0.6 ms of a 5 to 7 ms
+// `true` on this project's VM, whose page faults each trap to the hypervisor;
+// docs/performance.md). The cost moves to the first connection's set-up.
 int serve(const Serving& serving) {
     const int owner = serving.owner, channel = serving.channel, refusals = serving.refusals;
     // Signals: what a process started afresh has (an ignored SIGHUP or SIGTERM of the caller's
