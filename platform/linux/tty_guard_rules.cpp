@@ -127,8 +127,9 @@ std::vector<Refusal> refusals(const GuardOptions& options, std::uint32_t arch) {
     // Another process's scheduling, the same way: no LSM hook Landlock has governs a nice value,
     // a scheduling policy or an I/O priority, and a process of the same user may lower another's
     // (SCHED_IDLE would all but stop the caller's shell). The command's own, by pid 0, stay its
-    // own (nice, ionice, chrt and os.nice name themselves so); a thread of its own by its id is
-    // refused too, a named over-block (pthread_setschedparam). setpriority(2) and ioprio_set(2)
+    // own (nice, ionice, chrt and os.nice name themselves so); itself by its number (renice
+    // +10 $$) or a thread of its own by its id is refused too, a named over-block
+    // (pthread_setschedparam). setpriority(2) and ioprio_set(2)
     // take a process (0 and 1 are PRIO_PROCESS and IOPRIO_WHO_PROCESS), never a group or a user.
     out.push_back({"setpriority", EPERM, {is_not(0, PRIO_PROCESS)}});
     out.push_back({"setpriority", EPERM, {is_not(1, 0)}});
