@@ -399,7 +399,11 @@ bool stands_in_front() {
     // Alone as far as /proc shows; but where /proc hides the processes this one cannot trace
     // (hidepid=invisible or ptraceable: another user's, a non-dumpable one of its own), the
     // session may hold some it cannot see, and it stands in front (unreadable counts as hidden).
-    // /proc/self/mountinfo is the kernel's.
+    // /proc/self/mountinfo is the kernel's. So where /proc is another PID namespace's (a
+    // container's that left the host's mounted): its numbers are not this namespace's.
+    char link[32] = {};
+    const ssize_t length = readlink("/proc/self", link, sizeof link - 1);
+    if (length <= 0 || std::string(link, static_cast<std::size_t>(length)) != std::to_string(self)) return true;
     std::ifstream mountinfo("/proc/self/mountinfo");
     return !mountinfo || proc_hides_processes(mountinfo);
 }

@@ -451,6 +451,21 @@ TEST_F(RunLandlock, TheExecPathStandsInFrontWhereProcHidesProcesses) {
     }
 }
 
+// Where /proc is another PID namespace's (a new PID namespace that kept its parent's /proc), its
+// numbers are not the runner's: it cannot tell whether it is alone, and stands in front.
+TEST_F(RunLandlock, TheExecPathStandsInFrontWhereProcIsAnotherPidNamespaces) {
+    E2E_REQUIRE(e2e::exists("/usr/bin/setsid") && e2e::exists("/usr/bin/unshare"), "no setsid or unshare (util-linux)");
+    E2E_REQUIRE(getuid() == 0, "a PID namespace of its own needs root here");
+    const std::string leader = "echo \"leader $$\"; exec \"$0\" --backend landlock --mode read-only -- /bin/sh -c 'echo \"command $$\"'";
+    const e2e::Result r = e2e::run_program(
+        {"/usr/bin/unshare", "-p", "-f", "/usr/bin/setsid", "--wait", "/bin/sh", "-c", leader, e2e::binary()}, options());
+    ASSERT_EQ(r.status, 0) << r.err;
+    const std::size_t l = r.out.find("leader "), c = r.out.find("command ");
+    ASSERT_TRUE(l != std::string::npos && c != std::string::npos) << r.out;
+    EXPECT_NE(e2e::first_line(r.out.substr(c + 8)), e2e::first_line(r.out.substr(l + 7)))
+        << "the command ran in place, with no process in front: " << r.out;
+}
+
 // Whatever the runner does with a signal, a command that already ran is never reported as a
 // runner failure that "ran nothing".
 TEST_F(RunBwrap, RunnerKilledAfterTheCommandStartedIsNotRunnerFailure) {
