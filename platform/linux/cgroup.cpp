@@ -190,14 +190,14 @@ std::vector<Membership> parse_proc_cgroup(std::string_view text) {
     return out;
 }
 
-std::vector<Mount> parse_mountinfo(std::string_view text) {
+std::vector<Mount> parse_mountinfo(std::string_view text, const std::vector<std::string_view>& types) {
     std::vector<Mount> out;
     for (const auto& line : split(text, '\n')) {
         const auto fields = split(line, ' ');
         const auto dash = std::find(fields.begin(), fields.end(), "-");
         if (fields.size() < 7 || dash == fields.end() || fields.end() - dash < 4) continue;
         const std::string& type = *(dash + 1);
-        if (type != "cgroup" && type != "cgroup2") continue;
+        if (std::find(types.begin(), types.end(), type) == types.end()) continue;
         out.push_back(Mount{unescape(fields[4]), unescape(fields[3]), type == "cgroup2", split(*(dash + 3), ',')});
     }
     return out;

@@ -32,15 +32,17 @@ struct Membership {
 };
 std::vector<Membership> parse_proc_cgroup(std::string_view text);
 
-// A cgroup file system in /proc/self/mountinfo: where it is mounted, which group of its hierarchy
-// is its root there, v2 or v1, and v1's options (its controllers among them).
+// A mount in /proc/self/mountinfo of one of `types` (cgroup file systems unless told): where it
+// is mounted, which directory of its file system is its root there, cgroup v2 or not, and its
+// file system's options (a cgroup v1's controllers among them; procfs's hidepid), in the order
+// the lines give them (a later mount at the same point is on top).
 struct Mount {
     std::string mountPoint;
     std::string root;
     bool v2 = false;
     std::vector<std::string> options;
 };
-std::vector<Mount> parse_mountinfo(std::string_view text);
+std::vector<Mount> parse_mountinfo(std::string_view text, const std::vector<std::string_view>& types = {"cgroup", "cgroup2"});
 
 // Where the groups are looked for, and how one is made. On a host: /proc/self's texts, no prefix,
 // and mkdirat, which on cgroupfs makes the group with its interface files. A test gives texts of

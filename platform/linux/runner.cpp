@@ -6,8 +6,8 @@
 #include <cstring>
 #include <csignal>
 #include <fstream>
-#include <istream>
-#include <sstream>
+#include <iterator>
+#include <string_view>
 #include <string>
 
 #include <dirent.h>
@@ -16,11 +16,13 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <linux/magic.h>
 #include <linux/seccomp.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
@@ -28,6 +30,7 @@
 #include <unistd.h>
 
 #include "../posix/process.hpp"
+#include "cgroup.hpp"
 #include "landlock_abi.hpp"
 #include "proxy_companion.hpp"
 #include "raw_syscall.hpp"
@@ -320,12 +323,31 @@ void pass_on(int sig, siginfo_t* info, void*) {
     errno = saved;
 }
 
+// Whether the procfs on top at /proc in `mountinfo` (/proc/self/mountinfo's text) leaves out of
+// its listing the processes the reader cannot trace: hidepid=invisible (2) or ptraceable (4).
+bool proc_hides_processes(std::string_view mountinfo) {
+    bool hides = false;
+    for (const cgroup::Mount& mount : cgroup::parse_mountinfo(mountinfo, {"proc"})) {
+        if (mount.mountPoint != "/proc") continue;
+        hides = std::any_of(mount.options.begin(), mount.options.end(), [](const std::string& option) {
+            return option == "hidepid=2" || option == "hidepid=invisible" || option == "hidepid=4" || option == "hidepid=ptraceable";
+        });
+    }
+    return hides;
+}
+
 // Whether a process other than this one belongs to session `sid`, as /proc lists them (one that
-// hidepid hides from this process is not seen): one getsid(2) for each, no file opened, so a
+// hidepid hides is not seen: see proc_hides_processes): one getsid(2) for each, no file opened, so a
 // host of many processes costs a lone session's leader little. Unknown counts as yes.
 bool others_in_session(pid_t sid) {
     const long proc = linux_sys::call_with(SYS_openat, AT_FDCWD, "/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (proc < 0) return true;
+    // A /proc that is no procfs (a tmpfs a caller laid over it) lists what it was given.
+    struct statfs fs {};
+    if (fstatfs(static_cast<int>(proc), &fs) != 0 || fs.f_type != PROC_SUPER_MAGIC) {
+        linux_sys::call_with(SYS_close, proc);
+        return true;
+    }
     const long self = getpid();
     bool found = false;
     const long listed = linux_sys::for_each_entry(proc, [&](const char* name) {
@@ -369,29 +391,6 @@ void end_as(int status) {
     _exit(128 + sig);
 }
 
-bool proc_hides_processes(std::istream& mountinfo) {
-    // ID PARENT MAJ:MIN ROOT MOUNT-POINT OPTIONS [OPTIONAL...] - TYPE SOURCE SUPER-OPTIONS
-    bool hides = false;
-    for (std::string line; std::getline(mountinfo, line);) {
-        std::istringstream fields(line);
-        std::string id, parent, device, root, point;
-        if (!(fields >> id >> parent >> device >> root >> point) || point != "/proc") continue;
-        std::string word, type, source, options;
-        while (fields >> word && word != "-") {
-        }
-        if (!(fields >> type >> source >> options) || type != "proc") continue;
-        hides = false;  // the last mount at /proc is the one on top
-        for (std::size_t at = 0; at <= options.size();) {
-            const std::size_t comma = std::min(options.find(',', at), options.size());
-            const std::string option = options.substr(at, comma - at);
-            if (option == "hidepid=2" || option == "hidepid=invisible" || option == "hidepid=4" || option == "hidepid=ptraceable")
-                hides = true;
-            at = comma + 1;
-        }
-    }
-    return hides;
-}
-
 bool stands_in_front() {
     const pid_t self = getpid();
     if (getpgid(0) != self || has_controlling_terminal()) return false;
@@ -404,8 +403,9 @@ bool stands_in_front() {
     char link[32] = {};
     const ssize_t length = readlink("/proc/self", link, sizeof link - 1);
     if (length <= 0 || std::string(link, static_cast<std::size_t>(length)) != std::to_string(self)) return true;
-    std::ifstream mountinfo("/proc/self/mountinfo");
-    return !mountinfo || proc_hides_processes(mountinfo);
+    std::ifstream in("/proc/self/mountinfo");
+    const std::string mountinfo{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    return !in || proc_hides_processes(mountinfo);
 }
 
 namespace {

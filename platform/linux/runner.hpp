@@ -5,7 +5,6 @@
 #pragma once
 
 #include <csignal>
-#include <iosfwd>
 #include <memory>
 #include <sys/types.h>
 #include <span>
@@ -103,12 +102,9 @@ Launch prepare_launch(const std::vector<std::string>& argv, int status_fd, const
 // one, or exec'd it as its session's leader). There, unless the call has a controlling terminal
 // or this process's session holds no other process (a caller that started it as a session
 // alone: every process of it will be the command's), this process must stand in front. Alone is
-// what /proc shows, so where /proc hides processes (proc_hides_processes) it stands in front.
+// what /proc shows, so where /proc hides processes (hidepid) or is another PID namespace's, it
+// stands in front.
 bool stands_in_front();
-
-// Whether the /proc mount `mountinfo` (/proc/self/mountinfo's text) lists on top at /proc hides
-// the processes the reader cannot trace from a listing: hidepid=invisible (2) or ptraceable (4).
-bool proc_hides_processes(std::istream& mountinfo);
 
 // Runs `launch` in a new process, which then gets its session, with this process in front of
 // it: every capability dropped, no descriptor but stderr, signals passed on (pass_signals_on),

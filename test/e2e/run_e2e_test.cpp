@@ -451,6 +451,27 @@ TEST_F(RunLandlock, TheExecPathStandsInFrontWhereProcHidesProcesses) {
     }
 }
 
+// Where /proc is no procfs (a tmpfs laid over it, showing only the leader), the listing proves
+// nothing: the runner stands in front.
+TEST_F(RunLandlock, TheExecPathStandsInFrontWhereProcIsNoProcfs) {
+    E2E_REQUIRE(e2e::exists("/usr/bin/setsid") && e2e::exists("/usr/bin/unshare"), "no setsid or unshare (util-linux)");
+    E2E_REQUIRE(getuid() == 0, "a mount namespace of its own needs root here");
+    E2E_REQUIRE(e2e::exists("/mnt"), "no /mnt to bind the real procfs on");
+    // In a mount namespace of its own, the leader lays a tmpfs over /proc holding `self` and its
+    // own entry (from the real procfs, bound on /mnt there first), then executes the call.
+    const std::string leader =
+        "mount --bind /proc /mnt && mount -t tmpfs tmpfs /proc && ln -s $$ /proc/self && ln -s /mnt/$$ /proc/$$ || exit 99; "
+        "echo \"leader $$\"; exec \"$0\" --backend landlock --mode read-only -- /bin/sh -c 'echo \"command $$\"'";
+    const e2e::Result r = e2e::run_program({"/usr/bin/unshare", "-m", "--propagation", "private", "/usr/bin/setsid", "--wait",
+                                            "/bin/sh", "-c", leader, e2e::binary()},
+                                           options());
+    ASSERT_EQ(r.status, 0) << r.err;
+    const std::size_t l = r.out.find("leader "), c = r.out.find("command ");
+    ASSERT_TRUE(l != std::string::npos && c != std::string::npos) << r.out;
+    EXPECT_NE(e2e::first_line(r.out.substr(c + 8)), e2e::first_line(r.out.substr(l + 7)))
+        << "the command ran in place, with no process in front: " << r.out;
+}
+
 // Where /proc is another PID namespace's (a new PID namespace that kept its parent's /proc), its
 // numbers are not the runner's: it cannot tell whether it is alone, and stands in front.
 TEST_F(RunLandlock, TheExecPathStandsInFrontWhereProcIsAnotherPidNamespaces) {

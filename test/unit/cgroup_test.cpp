@@ -64,6 +64,20 @@ TEST(CgroupParse, MountinfoGivesCgroupMountsWithTheirRootAndOptions) {
     EXPECT_EQ(mounts[1].root, "/sub");
 }
 
+// The same parser for other file systems, by type: procfs's options (hidepid, which the Landlock
+// runner reads), in the order the lines give the mounts.
+TEST(CgroupParse, MountinfoGivesTheMountsOfTheTypesAsked) {
+    const auto mounts = parse_mountinfo(
+        "22 1 0:21 / /proc rw,nosuid - proc proc rw\n"
+        "31 30 0:28 / /sys/fs/cgroup/memory rw,relatime shared:9 - cgroup cgroup rw,memory\n"
+        "45 22 0:50 / /proc rw,relatime - proc proc rw,hidepid=invisible\n",
+        {"proc"});
+    ASSERT_EQ(mounts.size(), 2U);
+    EXPECT_EQ(mounts[0].mountPoint, "/proc");
+    EXPECT_EQ(mounts[0].options, (std::vector<std::string>{"rw"}));
+    EXPECT_EQ(mounts[1].options, (std::vector<std::string>{"rw", "hidepid=invisible"}));
+}
+
 // What cgroupfs puts in a group it makes, as a stand-in for the kernel: empty limit files and
 // zeroed counters.
 int make_like_cgroupfs(int parent, const char* name, bool v2) {
