@@ -129,8 +129,8 @@ std::vector<Refusal> refusals(const GuardOptions& options, std::uint32_t arch) {
     // (SCHED_IDLE would all but stop the caller's shell). The command's own, by pid 0, stay its
     // own (nice, ionice, chrt and os.nice name themselves so); itself by its number (renice
     // +10 $$) or a thread of its own by its id is refused too, a named over-block
-    // (pthread_setschedparam). setpriority(2) and ioprio_set(2)
-    // take a process (0 and 1 are PRIO_PROCESS and IOPRIO_WHO_PROCESS), never a group or a user.
+    // (pthread_setschedparam). setpriority(2) and ioprio_set(2) take a process (0 and 1 are
+    // PRIO_PROCESS and IOPRIO_WHO_PROCESS), never a group or a user.
     out.push_back({"setpriority", EPERM, {is_not(0, PRIO_PROCESS)}});
     out.push_back({"setpriority", EPERM, {is_not(1, 0)}});
     out.push_back({"ioprio_set", EPERM, {is_not(0, kIoprioWhoProcess)}});
