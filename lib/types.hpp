@@ -2,12 +2,49 @@
 // enforcement, per-call policies, runner-failure rules and the confined argv a backend returns.
 #pragma once
 
+#include <initializer_list>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace dsh {
+
+// A list of strings made once and then only passed on: a call's allow-list goes from the resolved
+// policy to the backend's policy, the plan, the runner's arguments and the proxy. A copy shares the
+// one vector, which nobody changes once made (a hundred patterns copied at each hand were a
+// measurable part of the exec path; docs/performance.md).
+class SharedList {
+public:
+    using value_type = std::string;
+    using const_iterator = std::vector<std::string>::const_iterator;
+    using iterator = const_iterator;
+    using size_type = std::size_t;
+
+    SharedList() = default;
+    SharedList(std::vector<std::string> items)  // implicit: a vector is a list
+        : items_(items.empty() ? nullptr : std::make_shared<const std::vector<std::string>>(std::move(items))) {}
+    SharedList(std::initializer_list<std::string> items) : SharedList(std::vector<std::string>(items)) {}
+
+    const std::vector<std::string>& get() const {
+        static const std::vector<std::string> kEmpty;
+        return items_ ? *items_ : kEmpty;
+    }
+    operator const std::vector<std::string>&() const { return get(); }
+    const_iterator begin() const { return get().begin(); }
+    const_iterator end() const { return get().end(); }
+    std::size_t size() const { return items_ ? items_->size() : 0; }
+    bool empty() const { return items_ == nullptr; }
+    const std::string& operator[](std::size_t i) const { return (*items_)[i]; }
+    const std::string& front() const { return items_->front(); }
+
+    friend bool operator==(const SharedList& a, const SharedList& b) { return a.get() == b.get(); }
+    friend bool operator==(const SharedList& a, const std::vector<std::string>& b) { return a.get() == b; }
+
+private:
+    std::shared_ptr<const std::vector<std::string>> items_;  // null when empty
+};
 
 // File-effect policy. Network and process visibility are outside this vocabulary.
 enum class SandboxMode { ReadOnly, WorkspaceWrite, DangerFullAccess };
@@ -67,7 +104,7 @@ struct SandboxExecutionPolicy {
     // Paths the command must not read (absolute, canonical where they exist).
     std::vector<std::string> unreadablePaths = {};
     NetworkPolicy network = NetworkPolicy::Allow;
-    std::vector<std::string> allowHosts = {};  // with `hosts`: the patterns, canonical (lib/host_pattern.hpp)
+    SharedList allowHosts = {};  // with `hosts`: the patterns, canonical (lib/host_pattern.hpp)
     GitMode git = GitMode::Protect;
 
     bool operator==(const SandboxExecutionPolicy&) const = default;
@@ -95,7 +132,7 @@ struct SandboxPolicy {
     // Absolute, canonical, existing paths the command must not read.
     std::vector<std::string> unreadablePaths = {};
     NetworkPolicy network = NetworkPolicy::Allow;
-    std::vector<std::string> allowHosts = {};  // with `hosts`: the patterns, canonical
+    SharedList allowHosts = {};  // with `hosts`: the patterns, canonical
     // Git's repositories inside the writable roots (workspace-write; its mode in read-only too).
     GitPlan git = {};
 
@@ -132,7 +169,7 @@ struct ConfinedArgv {
     std::vector<std::string> protectedPaths = {};   // kept read-only by this backend (or named in a gap)
     std::vector<std::string> unreadablePaths = {};  // hidden by this backend (or named in a gap)
     NetworkPolicy network = NetworkPolicy::Allow;
-    std::vector<std::string> allowHosts = {};  // with `hosts`: the patterns the proxy allows
+    SharedList allowHosts = {};  // with `hosts`: the patterns the proxy allows
     GitPlan git = {};  // as planned; a backend that cannot keep it names that in enforcementGaps
 
     bool operator==(const ConfinedArgv&) const = default;

@@ -89,7 +89,7 @@ struct RunnerArgs {
     // The network through the allow-list proxy (not empty: the `hosts` state): the runner starts
     // the proxy on a loopback port the kernel picks, and the ruleset lets the command connect to
     // that TCP port alone (ABI 4).
-    std::vector<std::string> allowHosts;
+    SharedList allowHosts;
     int refusalsFd = -1;  // with allowHosts, under `run`: the socket the proxy reports refusals on (proxy_companion.hpp)
     // With allowHosts: this process executes the command itself once prepared (exec_confined), so
     // the proxy may keep this process's image (proxy::ProxyStart::CallersImage).
