@@ -187,9 +187,8 @@ struct Failure {
 std::variant<std::string, Failure> check_name(std::string_view text) {
     if (text.empty()) return Failure{"the host name is empty"};
     if (text.size() > kMaxName) return Failure{"a host name is at most 253 characters"};
-    std::string name;
-    name.reserve(text.size());
-    for (char c : text) name += lower(c);
+    std::string name(text);
+    for (char& c : name) c = lower(c);
     std::size_t at = 0;
     std::string_view last;
     for (;;) {
@@ -263,9 +262,17 @@ std::variant<std::uint16_t, Failure> parse_port(std::string_view digits) {
 
 std::variant<HostPattern, Failure> parse_pattern(std::string_view text) {
     if (text.empty()) return Failure{"the pattern is empty"};
-    if (text.find("://") != std::string_view::npos || text.find_first_of("/?#@") != std::string_view::npos)
-        return Failure{"a pattern is a host with an optional port, not a URL (example.org, example.org:443)"};
-    if (std::any_of(text.begin(), text.end(), [](char c) { return static_cast<unsigned char>(c) >= 0x80; }))
+    // One pass over the text for what decides its form: a list gives a hundred patterns.
+    bool url = false;
+    bool non_ascii = false;
+    std::size_t colons = 0;
+    for (const char c : text) {
+        url = url || c == '/' || c == '?' || c == '#' || c == '@';
+        non_ascii = non_ascii || static_cast<unsigned char>(c) >= 0x80;
+        colons += c == ':' ? 1 : 0;
+    }
+    if (url) return Failure{"a pattern is a host with an optional port, not a URL (example.org, example.org:443)"};
+    if (non_ascii)
         return Failure{"an internationalized name is given in its ASCII (punycode) form, as in xn--bcher-kva.example"};
     std::string_view host = text;
     std::optional<std::string_view> port;
@@ -280,7 +287,6 @@ std::variant<HostPattern, Failure> parse_pattern(std::string_view text) {
         }
         if (host.find(':') == std::string_view::npos) return Failure{"brackets are only for IPv6 addresses"};
     } else {
-        const std::size_t colons = static_cast<std::size_t>(std::count(text.begin(), text.end(), ':'));
         if (colons == 1) {
             const std::size_t colon = text.find(':');
             host = text.substr(0, colon);
@@ -309,10 +315,20 @@ Expected<HostPattern> parse_host_pattern(std::string_view text) {
 }
 
 std::string to_string(const HostPattern& pattern) {
-    std::string host = pattern.kind == HostKind::Wildcard ? "*." + pattern.host : pattern.host;
-    if (!pattern.port) return host;
-    if (pattern.kind == HostKind::IPv6) host = "[" + host + "]";
-    return host + ":" + std::to_string(*pattern.port);
+    const bool bracketed = pattern.port && pattern.kind == HostKind::IPv6;
+    std::string out;
+    out.reserve(pattern.host.size() + 10);  // "*." or "[]", and ":65535"
+    if (pattern.kind == HostKind::Wildcard) out += "*.";
+    if (bracketed) out += '[';
+    out += pattern.host;
+    if (bracketed) out += ']';
+    if (pattern.port) {
+        char digits[8];
+        const auto end = std::to_chars(digits, digits + sizeof digits, *pattern.port).ptr;
+        out += ':';
+        out.append(digits, end);
+    }
+    return out;
 }
 
 Expected<RequestedHost> canonical_host(std::string_view text) {
