@@ -104,6 +104,32 @@ std::vector<CLI::Option*> add_policy_options(CLI::App& app, PolicyOptions& optio
     const auto flag = [&](const char* name, bool& value, const char* description) {
         if (named(name)) added.push_back(app.add_flag(name, value, description));
     };
+    // An allow-list gives --allow-host a hundred times. CLI11 finds a given option by comparing its
+    // name with each option's in the order they were added (help's first), copying their names each
+    // time: outside help's pass, which lists the options in its own order, it comes first. And each
+    // pattern is taken as it is parsed (trigger_on_parse), so CLI11 does not keep a copy of them all.
+    const auto allow_host = [&] {
+        if (!named("--allow-host")) return;
+        std::vector<std::string>& hosts = options.allowHosts;
+        const auto take = [&hosts](const CLI::results_t& given) {
+            hosts.insert(hosts.end(), given.begin(), given.end());
+            return true;
+        };
+        CLI::Option* option =
+            app.add_option("--allow-host", take,
+                           "PATTERN reachable through the proxy: the network's hosts state (host, *.domain, IP; :PORT; repeatable)")
+                ->type_name("TEXT")
+                ->check(kNonEmpty);
+        added.push_back(once_each(option)->trigger_on_parse());
+    };
+    if (!named.everything() && named("--allow-host")) {
+        const CLI::Option* help = app.get_help_ptr();
+        const std::string help_name = help ? help->get_name(false, true) : std::string();
+        const std::string help_description = help ? help->get_description() : std::string();
+        app.set_help_flag();
+        allow_host();
+        if (!help_name.empty()) app.set_help_flag(help_name, help_description);
+    }
     text("--mode", options.mode, "read-only | workspace-write | danger-full-access (an approved explicit mode)");
     text("--workspace-root", options.workspaceRoot, "the directory workspace-write may write under (agentless calls)");
     text("--session", options.session, "the calling session: its cwd is the root, its log the mode");
@@ -111,8 +137,7 @@ std::vector<CLI::Option*> add_policy_options(CLI::App& app, PolicyOptions& optio
     text("--writable-root", options.writableRoots, "DIR writable beside the workspace in workspace-write (absolute; repeatable)");
     text("--deny-read", options.denyRead, "PATH the command must not read (absolute; repeatable)");
     text("--network", options.network, "allow (default), deny, or hosts: IP traffic and host daemons' sockets");
-    text("--allow-host", options.allowHosts,
-         "PATTERN reachable through the proxy: the network's hosts state (host, *.domain, IP; :PORT; repeatable)");
+    if (named.everything()) allow_host();
     text("--git", options.git, "protect (default) | read-only | writable: what the command may do to git's repositories");
     flag("--allow-broad-root", options.allowBroadRoot,
          "let a writable root be /, the home directory or above it, or an operating-system directory "
