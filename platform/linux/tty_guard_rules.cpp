@@ -139,8 +139,13 @@ std::vector<Refusal> refusals(const GuardOptions& options, std::uint32_t arch) {
     if (options.callersChild) {
         out.push_back({"ptrace", EPERM, {masked_is(0, 0xffffffffULL, PTRACE_TRACEME)}});
         out.push_back({"clone", EPERM, {masked_is(clone_flags_arg(arch), CLONE_PARENT, CLONE_PARENT)}});
-        out.push_back({"clone3", ENOSYS, {}});
     }
+    // clone3 takes its flags in memory, where no seccomp program can read them, and they can say
+    // CLONE_INTO_CGROUP: a child started in any cgroup whose cgroup.procs the user may write,
+    // which the kernel checks on the inode, past a read-only /sys (out of `run --limit`'s group,
+    // or into a group outside the sandbox). ENOSYS, as on a kernel without it: libc and language
+    // runtimes then fork with clone, whose flags (in a register) carry no cgroup.
+    out.push_back({"clone3", ENOSYS, {}});
     add_socket_rules(options.sockets, out);
     return out;
 }

@@ -387,6 +387,32 @@ int perform_effect(const std::string& op, const std::vector<std::string>& a) {
         }
         return 0;
     }
+    // A child started in the cgroup a[0] names (clone3 with CLONE_INTO_CGROUP), which writes
+    // its own 0:: line of /proc/self/cgroup to stdout and exits; the command waits for it.
+    if (op == "clone-into-cgroup" && need(1)) {
+        const int group = open(a[0].c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (group < 0) return refused("open " + a[0]);
+        struct {  // struct clone_args, as of Linux 5.7 (CLONE_INTO_CGROUP and its cgroup field)
+            std::uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls, set_tid,
+                set_tid_size, cgroup;
+        } args{};
+        args.flags = 0x200000000ULL;  // CLONE_INTO_CGROUP
+        args.exit_signal = SIGCHLD;
+        args.cgroup = static_cast<std::uint64_t>(group);
+        std::fflush(stdout);
+        const long child = syscall(SYS_clone3, &args, sizeof args);
+        if (child == 0) {
+            std::ifstream own("/proc/self/cgroup");
+            for (std::string line; std::getline(own, line);)
+                if (line.rfind("0::", 0) == 0) std::printf("child in %s\n", line.substr(3).c_str());
+            std::fflush(stdout);
+            _exit(0);
+        }
+        close(group);
+        if (child < 0) return refused("clone3(CLONE_INTO_CGROUP)");
+        waitpid(static_cast<pid_t>(child), nullptr, 0);
+        return 0;
+    }
     if (op == "netlink-send" && need(1)) {
         const int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_USERSOCK);
         if (fd < 0) return refused("socket(AF_NETLINK, NETLINK_USERSOCK)");
