@@ -153,7 +153,7 @@ int launch_middle(void* arg) {
 // What the proxy's process serves, and with what (start_proxy hands it over by argv or in memory).
 struct Serving {
     std::vector<HostPattern> allow;
-    std::vector<std::string> unparsed;  // canonical patterns still to parse into `allow`
+    SharedList unparsed;  // canonical patterns still to parse into `allow` (the caller's list, shared)
     std::vector<int> listenFds;
     int owner = -1;
     int channel = -1;
@@ -310,7 +310,7 @@ __attribute__((no_sanitize("address"))) int proxy_beside(void* arg) {
 constexpr std::size_t kBesideStack = std::size_t{8} * 1024 * 1024;
 constexpr std::size_t kGuard = 4096;
 
-bool start_beside(const std::vector<std::string>& allow, const std::vector<int>& listen_fds, int channel, int owner,
+bool start_beside(const SharedList& allow, const std::vector<int>& listen_fds, int channel, int owner,
                   std::string& why) {
     // Never freed: once the caller has gone on it is the proxy's, and until then it must stay.
     // Held by a static pointer, so that a caller that ends instead (a runner that failed) ends
@@ -361,7 +361,7 @@ constexpr std::size_t kLaunchStack = std::size_t{64} * 1024;  // each clone's st
 
 }  // namespace
 
-bool start_proxy(const std::vector<std::string>& allow, const std::vector<int>& listen_fds, int channel, int refusals,
+bool start_proxy(const SharedList& allow, const std::vector<int>& listen_fds, int channel, int refusals,
                  std::string& why, ProxyStart how) {
     const int owner = static_cast<int>(syscall(SYS_pidfd_open, getpid(), 0));
     if (owner < 0) {

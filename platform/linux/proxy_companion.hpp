@@ -34,6 +34,8 @@
 #include <string>
 #include <vector>
 
+#include "../../lib/types.hpp"
+
 namespace dsh::proxy {
 
 // The proxy's port inside bubblewrap's network namespace (nothing else listens there).
@@ -62,7 +64,7 @@ void disarm_after_exec() noexcept;
 // counted, and the count sent last, `dropped N\n`), and ends when the peer shuts its side down
 // or goes. The descriptors stay open here;
 // the caller closes them. false with `why`.
-bool start_proxy(const std::vector<std::string>& allow, const std::vector<int>& listen_fds, int channel, int refusals,
+bool start_proxy(const SharedList& allow, const std::vector<int>& listen_fds, int channel, int refusals,
                  std::string& why, ProxyStart how = ProxyStart::OwnImage);
 
 // The proxy's own process, `dsh-confine __proxy OWNER CHANNEL REFUSALS LISTENERS -- PATTERN...`
