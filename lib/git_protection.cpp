@@ -489,10 +489,15 @@ private:
 
 bool valid_git_head(std::string_view content, bool is_symlink) {
     if (is_symlink) return content.rfind("refs/", 0) == 0;
+    // As git's validate_headref reads it: the first 255 bytes, and its own white space (space,
+    // tab, CR, LF: not \v or \f, which the C library's isspace also takes). A HEAD git refuses
+    // makes it take the directory above for a bare repository.
+    content = content.substr(0, 255);
+    const auto git_space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
     if (content.rfind("ref:", 0) == 0) {
         std::size_t at = 4;
-        while (at < content.size() && std::isspace(static_cast<unsigned char>(content[at]))) ++at;
-        return content.substr(at).rfind("refs/", 0) == 0;
+        while (at < content.size() && git_space(content[at])) ++at;
+        if (content.substr(at).rfind("refs/", 0) == 0) return true;
     }
     // A detached HEAD: an object name in either hash, then nothing or a line end.
     for (std::size_t length : {std::size_t{40}, std::size_t{64}}) {

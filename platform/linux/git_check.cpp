@@ -167,6 +167,7 @@ std::optional<Recorded> record(const std::string& gitdir, std::string& why) {
     out.links = symlinks_at(out.directory);
     struct stat st {};
     out.hadRemotes = fstatat(out.directory, "remotes", &st, AT_SYMLINK_NOFOLLOW) == 0;
+    out.hadBranches = fstatat(out.directory, "branches", &st, AT_SYMLINK_NOFOLLOW) == 0;
     return out;
 }
 
@@ -191,12 +192,14 @@ Restored restore(const Recorded& recorded) {
         else
             failed("remove " + where + "/commondir, which the command planted");
     }
-    if (!recorded.hadRemotes && fstatat(recorded.directory, "remotes", &st, AT_SYMLINK_NOFOLLOW) == 0) {
-        if (move_aside(recorded.directory, "remotes"))
-            out.repairs.push_back("removed " + where + "/remotes, which the command made (a remote named there is one a "
-                                                       "push goes to when the config names none)");
+    // A remote the config does not name is looked up in remotes/NAME, then branches/NAME.
+    for (const auto& [older, had] : {std::pair<const char*, bool>{"remotes", recorded.hadRemotes}, {"branches", recorded.hadBranches}}) {
+        if (had || fstatat(recorded.directory, older, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+        if (move_aside(recorded.directory, older))
+            out.repairs.push_back("removed " + where + "/" + older + ", which the command made (a remote named there is one a "
+                                                                    "push goes to when the config names none)");
         else
-            failed("remove " + where + "/remotes, which the command made");
+            failed("remove " + where + "/" + older + ", which the command made");
     }
     for (const auto& link : symlinks_at(recorded.directory))
         if (recorded.links.count(link) == 0) {

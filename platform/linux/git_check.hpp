@@ -42,6 +42,7 @@ struct Recorded {
     mode_t refsMode = 0;
     std::set<std::string> links;  // symlinks where git writes (its top, logs/, worktrees/, modules/), before
     bool hadRemotes = false;      // .git/remotes existed (then it is kept read-only; else one made is removed)
+    bool hadBranches = false;     // the same for .git/branches, the other older place a remote is named
 };
 
 // Records `gitdir` (absolute, reached without symlinks): nullopt with `why` when it cannot be

@@ -134,7 +134,10 @@ TEST_P(GitProtection, AnInvalidGitDirectoryDoesNotHandTheWorkspaceToABareReposit
         "\\n[remote \"origin\"]\\n\\turl = ssh://example.org/x\\n' > config; ";
     for (const std::string breaking : {"rm -f .git/HEAD", "echo garbage > .git/HEAD", "rm -f .git/HEAD; mkdir .git/HEAD",
                                        "rm -rf .git/objects .git/refs", "chmod 000 .git/objects .git/refs",
-                                       "chmod 000 .git", "ln -sf /nowhere .git/HEAD", "rm -rf .git"}) {
+                                       "chmod 000 .git", "ln -sf /nowhere .git/HEAD", "rm -rf .git",
+                                       // white space git does not skip, and a ref past what git reads of HEAD
+                                       "printf 'ref:\\vrefs/heads/main\\n' > .git/HEAD",
+                                       "printf 'ref:%251srefs/heads/main\\n' '' > .git/HEAD"}) {
         const e2e::Result call = confined(plant + breaking + "; exit 0");
         EXPECT_EQ(call.status, 0) << breaking << ": " << call.err;
         expect_git_untouched(breaking);
@@ -440,6 +443,21 @@ TEST_P(GitLayouts, HooksPathIncludesRemotesAndPlantedSymlinks) {
     EXPECT_EQ(read_file(victim + "/keep"), "keep\n") << "host git wrote through a planted symlink";
     EXPECT_FALSE(exists(victim + "/HEAD"));
     expect_git_untouched("hooksPath, include, remotes, symlinks");
+}
+
+// The other older place a remote is named, branches/NAME, made by the command where the
+// repository has none (libgit2, JGit and templates without it make none): removed at the end, so
+// a push to a remote the config does not name reaches no repository the command made.
+TEST_P(GitLayouts, ABranchesDirectoryTheCommandMakesIsRemoved) {
+    fs::remove_all(ws + "/.git/branches");
+    const e2e::Result call = confined(
+        "git init -q --bare sub/remote.git && printf '#!/bin/sh\\n" + evil + "\\n' > sub/remote.git/hooks/pre-receive && "
+        "chmod +x sub/remote.git/hooks/pre-receive; mkdir -p .git/branches && echo '" + ws +
+        "/sub/remote.git' > .git/branches/origin; exit 0");
+    EXPECT_EQ(call.status, 0) << call.err;
+    EXPECT_FALSE(exists(ws + "/.git/branches"));
+    git({"push", "-q", "origin", "main"}, ws);
+    expect_git_untouched("branches");
 }
 
 // .gitmodules read as git reads it: a call that rewrites it (comments, quotes) cannot make the

@@ -697,6 +697,12 @@ TEST(GitHead, ValidAsGitTakesIt) {
     EXPECT_FALSE(valid_git_head("garbage\n", false));
     EXPECT_FALSE(valid_git_head("ref: heads/main", false));
     EXPECT_FALSE(valid_git_head(std::string(39, 'a'), false));
+    // git's own white space only, and only what its 255-byte read sees (red team pass 11, 01).
+    EXPECT_TRUE(valid_git_head("ref:\t\r\n refs/heads/main", false));
+    EXPECT_FALSE(valid_git_head("ref:\vrefs/heads/main", false));
+    EXPECT_FALSE(valid_git_head("ref:\frefs/heads/main", false));
+    EXPECT_FALSE(valid_git_head("ref:" + std::string(251, ' ') + "refs/heads/main", false));
+    EXPECT_TRUE(valid_git_head("ref:" + std::string(246, ' ') + "refs/", false));
     EXPECT_FALSE(valid_git_head(std::string(40, 'g'), false));
     EXPECT_FALSE(valid_git_head("/nowhere", true));
 }
