@@ -298,8 +298,11 @@ private:
         if (auto r = resolve(path); r && r->exists && inside_roots(r->path)) plan_.readOnly.push_back(r->path);
     }
     // Read-only, and made first where missing (git's own layout: only its parent must exist).
-    void made(const fs::path& path, bool directory) {
+    // With `parents`, a directory whose parents are missing too is made with them (up to 8,
+    // each read-only: a hooks path git would run from must stay where it is).
+    void made(const fs::path& path, bool directory, bool parents = false) {
         auto r = resolve(path);
+        if (!r && directory && parents) made_with_parents(path);
         if (!r || !inside_roots(r->path)) return;
         if (r->exists) {
             plan_.readOnly.push_back(r->path);
@@ -308,6 +311,26 @@ private:
         std::error_code ec;
         if (!fs::is_directory(fs::path(r->path).parent_path(), ec)) return;
         (directory ? plan_.madeDirectories : plan_.madeFiles).push_back(r->path);
+    }
+    void made_with_parents(const fs::path& path) {
+        std::vector<fs::path> names;  // below the nearest ancestor that exists, innermost first
+        fs::path at = path;
+        std::optional<Resolved> base;
+        for (int i = 0; i < 8 && at.has_relative_path(); ++i) {
+            names.push_back(at.filename());
+            at = at.parent_path();
+            base = resolve(at);
+            if (base && base->exists) break;
+            base.reset();
+        }
+        std::error_code ec;
+        if (!base || !inside_roots(base->path) || !fs::is_directory(base->path, ec)) return;
+        fs::path made = base->path;
+        for (auto name = names.rbegin(); name != names.rend(); ++name) {
+            made /= *name;
+            if (!inside_roots(made.string())) return;
+            plan_.madeDirectories.push_back(made.string());
+        }
     }
     void kept_directory(const fs::path& path) {
         std::error_code ec;
@@ -325,8 +348,11 @@ private:
     // What a repository's config points into the worktree is the worktree's: a hooks directory
     // (core.hooksPath, as husky sets it) and included files (include.path, includeIf.*.path) would
     // be the command's to write, and git runs or reads them. Kept read-only where they lie inside a
-    // root and exist.
-    void config_targets(const fs::path& config, const std::optional<std::string>& worktree) {
+    // root; where one is missing (husky's gitignored .husky/_, an optional ../.gitconfig.local),
+    // made empty first, as .git/hooks is, when its parent exists. An included file's own hooks
+    // path and includes are followed too, as deep as git follows includes (10).
+    void config_targets(const fs::path& config, const std::optional<std::string>& worktree, int depth = 0) {
+        constexpr int kMaxIncludeDepth = 10;
         for (const auto& entry : read_git_config(config)) {
             const bool hooks = entry.section == "core" && entry.subsection.empty() && entry.key == "hookspath";
             const bool include = (entry.section == "include" || entry.section == "includeif") && entry.key == "path";
@@ -337,7 +363,11 @@ private:
                 if (hooks && !worktree) continue;  // a bare repository's hooks path is relative to it: below
                 target = (hooks ? fs::path(*worktree) : config.parent_path()) / target;
             }
-            read_only(target.lexically_normal());
+            target = target.lexically_normal();
+            made(target, hooks, hooks);
+            std::error_code ec;
+            if (include && depth < kMaxIncludeDepth && fs::is_regular_file(target, ec))
+                config_targets(target, worktree, depth + 1);
         }
     }
 
@@ -407,7 +437,15 @@ private:
             const fs::path entry = it->path();
             if (!fs::is_directory(fs::symlink_status(entry, ec))) continue;
             if (looks_like_git_directory(entry)) {
-                if (auto canonical = directory_named(entry.string(), "/")) repository(*canonical, std::nullopt);
+                // A submodule's git directory names its worktree (core.worktree, relative to it),
+                // which a relative core.hooksPath is relative to: known here, at the first visit.
+                std::optional<std::string> worktree;
+                for (const auto& setting : read_git_config(entry / "config"))
+                    if (setting.section == "core" && setting.subsection.empty() && setting.key == "worktree" && !setting.value.empty())
+                        worktree = (fs::path(setting.value).is_absolute() ? fs::path(setting.value) : entry / setting.value)
+                                       .lexically_normal()
+                                       .string();
+                if (auto canonical = directory_named(entry.string(), "/")) repository(*canonical, worktree);
             } else {
                 modules(entry, depth + 1);
             }

@@ -445,6 +445,31 @@ TEST_P(GitLayouts, HooksPathIncludesRemotesAndPlantedSymlinks) {
     expect_git_untouched("hooksPath, include, remotes, symlinks");
 }
 
+// What the config points at that is missing when the call is planned (husky's gitignored
+// .husky/_, an optional local include) is made empty and read-only first, and an included file's
+// own hooks path and includes are followed (red team pass 11: 02, 03, 04).
+TEST_P(GitLayouts, MissingConfigTargetsAreMadeAndIncludesFollowed) {
+    make_dir(ws + "/.hooks2");
+    write(ws + "/project.gitconfig", "[include]\n\tpath = nested.gitconfig\n");
+    write(ws + "/nested.gitconfig", "[core]\n\thooksPath = .hooks2\n");
+    git({"config", "core.hooksPath", ".husky/_"}, ws);
+    git({"config", "--add", "include.path", "../local.gitconfig"}, ws);
+    git({"config", "--add", "include.path", "../project.gitconfig"}, ws);
+    const std::string hook = "printf '#!/bin/sh\\n" + evil + "\\n' > ";
+    const e2e::Result call = confined(
+        "mkdir -p .husky/_; " + hook + ".husky/_/pre-commit; chmod +x .husky/_/pre-commit; " +
+        "printf '[core]\\n\\tfsmonitor = " + evil + "\\n' > local.gitconfig; " +
+        "printf '[core]\\n\\tfsmonitor = " + evil + "\\n' >> nested.gitconfig; " +
+        hook + ".hooks2/pre-commit; chmod +x .hooks2/pre-commit; exit 0");
+    EXPECT_EQ(call.status, 0) << call.err;
+    EXPECT_FALSE(exists(ws + "/.husky/_/pre-commit"));
+    EXPECT_FALSE(exists(ws + "/.hooks2/pre-commit"));
+    EXPECT_EQ(read_file(ws + "/local.gitconfig"), "");
+    EXPECT_EQ(read_file(ws + "/nested.gitconfig"), "[core]\n\thooksPath = .hooks2\n");
+    git({"commit", "-q", "--allow-empty", "-m", "two"}, ws);
+    expect_git_untouched("missing hooks path and include, nested include");
+}
+
 // The other older place a remote is named, branches/NAME, made by the command where the
 // repository has none (libgit2, JGit and templates without it make none): removed at the end, so
 // a push to a remote the config does not name reaches no repository the command made.
