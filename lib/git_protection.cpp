@@ -365,8 +365,11 @@ private:
             }
             target = target.lexically_normal();
             made(target, hooks, hooks);
+            // Each included file read once, and so many at most: a file that includes itself a
+            // thousand times (git stops at its depth) costs one read.
             std::error_code ec;
-            if (include && depth < kMaxIncludeDepth && fs::is_regular_file(target, ec))
+            if (include && depth < kMaxIncludeDepth && included_.size() < kMaxIncludedFiles &&
+                fs::is_regular_file(target, ec) && included_.insert(fs::weakly_canonical(target, ec).string()).second)
                 config_targets(target, worktree, depth + 1);
         }
     }
@@ -521,6 +524,8 @@ private:
     std::optional<std::string> overflow_;
     std::vector<std::string> unpopulated_;  // submodules not checked out, whose modules/NAME can be made
     std::set<std::string> checkouts_;       // linked worktrees' checkouts, each looked at once
+    std::set<std::string> included_;        // the included config files read (config_targets)
+    static constexpr std::size_t kMaxIncludedFiles = 64;
 };
 
 }  // namespace

@@ -470,6 +470,24 @@ TEST_F(ProtectedPathsFound, ARootsRepositoryItsNamingPathsReadOnlyItsLayoutKeptA
     EXPECT_FALSE(plan.bounded);
 }
 
+// What the config points at is followed through its includes (a hooks path in an included file
+// is kept), a missing hooks path is made with its missing parents, and a file that includes
+// itself a thousand times is read once: the plan is made at once, not after 1000^10 reads.
+TEST_F(ProtectedPathsFound, IncludesAreFollowedOnceAndMissingHooksPathsMade) {
+    const std::string ws = tmp.dir("ws");
+    const std::string git = repository("ws/.git");
+    std::string loop = "[core]\n\thooksPath = kept-hooks\n";
+    for (int i = 0; i < 1000; ++i) loop += "[include]\n\tpath = loop.gitconfig\n";
+    tmp.file("ws/loop.gitconfig", loop);
+    tmp.dir("ws/kept-hooks");
+    tmp.file("ws/.git/config", "[core]\n\thooksPath = .husky/_\n[include]\n\tpath = ../loop.gitconfig\n");
+    const GitPlan plan = plan_git_protection({ws}, GitMode::Protect, defaults);
+    EXPECT_NE(std::find(plan.readOnly.begin(), plan.readOnly.end(), ws + "/kept-hooks"), plan.readOnly.end());
+    EXPECT_NE(std::find(plan.readOnly.begin(), plan.readOnly.end(), ws + "/loop.gitconfig"), plan.readOnly.end());
+    EXPECT_EQ(plan.madeDirectories, (std::vector<std::string>{ws + "/.husky", ws + "/.husky/_"}));
+    (void)git;
+}
+
 // A root with no repository in it may lie inside one (a monorepo's project), which is not looked
 // for: the plan says so, and only then.
 TEST_F(ProtectedPathsFound, ARootWithoutARepositorySaysWhatARepositoryAboveItGets) {
