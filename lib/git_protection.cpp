@@ -325,11 +325,11 @@ private:
         }
         std::error_code ec;
         if (!base || !inside_roots(base->path) || !fs::is_directory(base->path, ec)) return;
-        fs::path made = base->path;
+        fs::path directory = base->path;
         for (auto name = names.rbegin(); name != names.rend(); ++name) {
-            made /= *name;
-            if (!inside_roots(made.string())) return;
-            plan_.madeDirectories.push_back(made.string());
+            directory /= *name;
+            if (!inside_roots(directory.string())) return;
+            plan_.madeDirectories.push_back(directory.string());
         }
     }
     void kept_directory(const fs::path& path) {

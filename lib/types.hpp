@@ -36,8 +36,6 @@ public:
     const_iterator end() const { return get().end(); }
     std::size_t size() const { return items_ ? items_->size() : 0; }
     bool empty() const { return items_ == nullptr; }
-    const std::string& operator[](std::size_t i) const { return (*items_)[i]; }
-    const std::string& front() const { return items_->front(); }
 
     friend bool operator==(const SharedList& a, const SharedList& b) { return a.get() == b.get(); }
     friend bool operator==(const SharedList& a, const std::vector<std::string>& b) { return a.get() == b; }
