@@ -432,8 +432,13 @@ int supervise_and_report(const Planned& planned, const std::vector<std::string>&
             return std::clamp(wait, std::chrono::milliseconds(10), std::chrono::milliseconds(60000));
         };
     }
+    // Under bubblewrap, the git directories the stage checks are checked again here once the
+    // sandbox is gone, whatever ended it (a process group's SIGTERM kills bubblewrap, the stage with it).
+    const std::unique_ptr<platform::EndCheck> end_check =
+        planned.plan.confined ? platform::record_end_check(*planned.plan.confined) : nullptr;
     const posix::SupervisedRun outcome =
         posix::supervise(spawn_argv, options, [&](std::string_view chunk) { classifier.feed(chunk); });
+    if (end_check) end_check->finish();
     refused.finish();
     if (proof.tempDir) platform::remove_run_temp_dir(*proof.tempDir);
     if (!outcome.spawned) throw Error(code::RunnerExec, outcome.spawnError);

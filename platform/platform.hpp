@@ -87,6 +87,16 @@ StartProofPlan prepare_for_run(std::vector<std::string>& argv, const std::string
 // Removes a temp area prepare_for_run made.
 void remove_run_temp_dir(const std::string& dir);
 
+// The end-of-call check of the plan's git directories, done again by `run` once the sandbox is
+// gone, however it ended (platform/linux/git_front.hpp): recorded here, before the runner
+// starts; finish() once the command's tree is gone, which says each repair on stderr. nullptr
+// where the plan checks none at the end (or its backend keeps no such check).
+struct EndCheck {
+    virtual ~EndCheck() = default;
+    virtual void finish() const = 0;
+};
+std::unique_ptr<EndCheck> record_end_check(const ConfinedArgv& confined);
+
 // The resource limits of one `run` as this host enforces them: each limit's mechanism (a cgroup
 // of the call's own where one can be made, on Linux; rlimits where the system has them; or none,
 // a gap), what the runner's process does with them (joins the cgroups, sets the rlimits), and the

@@ -362,14 +362,7 @@ int hold_and_check(const linux_runner::Launch& launch, const std::vector<git_che
         const pid_t done = waitpid(-1, nullptr, 0);
         if (done < 0 && errno != EINTR) break;
     }
-    std::vector<std::string> said;
-    for (const auto& check : checks) {
-        git_check::Restored restored = git_check::restore(check);
-        for (auto& line : restored.repairs) said.push_back("dsh-confine: git: " + line);
-        for (auto& line : restored.failures) said.push_back("dsh-confine: error: GIT: " + line);
-    }
-    for (const auto& line : said) std::fprintf(stderr, "%s\n", line.c_str());
-    std::fflush(stderr);
+    git_check::restore_and_say(checks);
     linux_runner::end_as(status);
 }
 

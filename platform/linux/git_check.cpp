@@ -84,17 +84,22 @@ mode_t mode_of(int directory, const char* name) {
 
 // Where git could no longer use the directory (its owner's rwx taken away), the mode it had, or
 // that one with them (another call may have left it broken before this one recorded it). The
-// entry is a directory the stage keeps in place (a mount point), reached by the descriptor's
-// magic link for the directory itself: nothing is followed that the command made.
+// entry is opened without following a symlink and set through its descriptor's magic link: the
+// stage keeps it in place (a mount point), but the caller's process in front of the sandbox
+// checks again once the sandbox is gone, when a concurrent call's command may have put a
+// symlink in its place.
 bool restore_mode(int directory, const char* name, mode_t was) {
-    const mode_t now = mode_of(directory, name);
-    if (now == 0 || (now & S_IRWXU) == S_IRWXU) return false;
-    const mode_t wanted = ((was & S_IRWXU) == S_IRWXU ? was : now | S_IRWXU) & 07777;
-    if (name[0] == '\0') {
-        const std::string self = "/proc/self/fd/" + std::to_string(directory);
-        return chmod(self.c_str(), wanted) == 0;
+    const int fd = name[0] == '\0' ? directory : openat(directory, name, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return false;
+    const mode_t now = mode_of(fd, "");
+    bool restored = false;
+    if (now != 0 && (now & S_IRWXU) != S_IRWXU) {
+        const mode_t wanted = ((was & S_IRWXU) == S_IRWXU ? was : now | S_IRWXU) & 07777;
+        const std::string self = "/proc/self/fd/" + std::to_string(fd);
+        restored = chmod(self.c_str(), wanted) == 0;
     }
-    return fchmodat(directory, name, wanted, 0) == 0;
+    if (fd != directory) close(fd);
+    return restored;
 }
 
 // A name for a file of ours in the git directory, which the command cannot have guessed.
@@ -238,6 +243,17 @@ Restored restore(const Recorded& recorded) {
             failed("restore " + where + "/HEAD, which the command left invalid");
     }
     return out;
+}
+
+void restore_and_say(const std::vector<Recorded>& checks) {
+    std::vector<std::string> said;
+    for (const auto& check : checks) {
+        Restored restored = restore(check);
+        for (auto& line : restored.repairs) said.push_back("dsh-confine: git: " + line);
+        for (auto& line : restored.failures) said.push_back("dsh-confine: error: GIT: " + line);
+    }
+    for (const auto& line : said) std::fprintf(stderr, "%s\n", line.c_str());
+    std::fflush(stderr);
 }
 
 }  // namespace dsh::git_check

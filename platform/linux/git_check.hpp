@@ -58,4 +58,8 @@ struct Restored {
 // `commondir` and planted symlinks.
 Restored restore(const Recorded& recorded);
 
+// restore() of each, every repair said on stderr (`dsh-confine: git: ...`), every failure too
+// (`dsh-confine: error: GIT: ...`).
+void restore_and_say(const std::vector<Recorded>& checks);
+
 }  // namespace dsh::git_check

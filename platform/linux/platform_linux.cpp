@@ -20,6 +20,7 @@
 #include "../../lib/host_pattern.hpp"
 #include "bwrap_stage.hpp"
 #include "cgroup.hpp"
+#include "git_front.hpp"
 #include "landlock.hpp"
 
 namespace dsh::platform {
@@ -65,12 +66,8 @@ landlock::RunnerArgs landlock_args(const ConfinedArgv& confined, const SandboxPo
     return args;
 }
 
-}  // namespace
-
-int exec_plan(const ConfinedArgv& confined, const SandboxPolicy& policy, const std::vector<std::string>& argv,
-              const Config& config) {
-    std::fflush(stdout);
-    if (confined.backend == "landlock") return landlock::exec_confined(landlock_args(confined, policy, config), argv);
+// A bubblewrap plan, exec'd: bubblewrap in this process's place.
+int exec_bwrap(const ConfinedArgv& confined, const SandboxPolicy& policy) {
     // The hosts network: the plan's launcher (`dsh-confine net-proxy ... --`) done here, then bubblewrap.
     if (confined.argv.size() > 2 && confined.argv[1] == "net-proxy") {
         const auto separator = std::find(confined.argv.begin(), confined.argv.end(), "--");
@@ -86,6 +83,33 @@ int exec_plan(const ConfinedArgv& confined, const SandboxPolicy& policy, const s
     std::fprintf(stderr, "dsh-confine: error: RUNNER_EXEC: cannot execute %s: %s\n", confined.argv.front().c_str(),
                  std::strerror(errno));
     return 125;
+}
+
+class GitEndCheck : public EndCheck {
+public:
+    explicit GitEndCheck(const std::vector<std::string>& gitdirs) : backstop_(gitdirs) {}
+    void finish() const override { backstop_.finish(); }
+
+private:
+    git_front::Backstop backstop_;
+};
+
+}  // namespace
+
+int exec_plan(const ConfinedArgv& confined, const SandboxPolicy& policy, const std::vector<std::string>& argv,
+              const Config& config) {
+    std::fflush(stdout);
+    if (confined.backend == "landlock") return landlock::exec_confined(landlock_args(confined, policy, config), argv);
+    // With git directories to check at the end, dsh-confine stays in front of bubblewrap to check
+    // them again whatever ends the sandbox (git_front.hpp).
+    if (!confined.git.checkedAtEnd.empty())
+        git_front::hold(git_front::Backstop(confined.git.checkedAtEnd), [&] { return exec_bwrap(confined, policy); });
+    return exec_bwrap(confined, policy);
+}
+
+std::unique_ptr<EndCheck> record_end_check(const ConfinedArgv& confined) {
+    if (confined.backend != "bwrap" || confined.git.checkedAtEnd.empty()) return nullptr;
+    return std::make_unique<GitEndCheck>(confined.git.checkedAtEnd);
 }
 
 posix::Launch prepare_plan(const ConfinedArgv& confined, const SandboxPolicy& policy, const std::vector<std::string>& argv,

@@ -54,6 +54,8 @@ StartProofPlan prepare_for_run(std::vector<std::string>& /*argv*/, const std::st
 
 // No cgroups here: CPU time and file size get their rlimits, per process; memory (macOS does not
 // enforce RLIMIT_AS) and pids are gaps.
+std::unique_ptr<EndCheck> record_end_check(const ConfinedArgv&) { return nullptr; }
+
 std::unique_ptr<RunLimitsOnHost> prepare_run_limits(const RunLimits& limits) {
     auto out = std::make_unique<RunLimitsOnHost>();
     out->enforcement = decide_limits(limits, CgroupOffer{}, RlimitSupport{false, true, true});

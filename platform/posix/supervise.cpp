@@ -104,14 +104,14 @@ void drain(int fd) {
 #endif
 
 #if defined(__linux__)
-int children_of(long parent, long* into, int most) noexcept;
-
 // The first child the kernel lists for `pid`, or 0.
 pid_t first_child(pid_t pid) {
     long child = 0;
     return children_of(pid, &child, 1) == 1 ? static_cast<pid_t>(child) : 0;
 }
 #endif
+
+}  // namespace
 
 // The process a forwarded signal is for. Under bubblewrap that is not bwrap (which dies of
 // most signals without passing them on) nor the sandbox's pid 1 (which ignores them), but
@@ -126,6 +126,8 @@ pid_t signal_target(pid_t runner, bool grandchild) {
 #endif
     return runner;
 }
+
+namespace {
 
 // Whether descriptors 1 and 2 are one open file: the same open file description where the kernel
 // can say (kcmp), else the same file.
@@ -432,6 +434,8 @@ int numbers_in(const char* text, long* into, int most) noexcept {
     }
 }
 
+}  // namespace
+
 // The children of `parent` (a single-threaded process) as the kernel lists them
 // (/proc/PID/task/PID/children, with CONFIG_PROC_CHILDREN), or without that list every process
 // whose parent /proc/N/stat names as it. Up to `most`; kill_leftovers' rounds find the rest.
@@ -463,6 +467,8 @@ int children_of(long parent, long* into, int most) noexcept {
     call_with(SYS_close, proc);
     return count;
 }
+
+namespace {
 
 // Kills and reaps what this process (the keeper, or dsh-confine as bubblewrap's subreaper) has
 // as children now: what the command left behind was reparented to it. It is killed and

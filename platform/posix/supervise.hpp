@@ -10,6 +10,10 @@
 #include <string_view>
 #include <vector>
 
+#if !defined(_WIN32)
+#include <sys/types.h>
+#endif
+
 #include "../../lib/run_limits.hpp"
 
 namespace dsh::posix {
@@ -124,5 +128,16 @@ struct SuperviseOptions {
 // stderr that goes away ends the passthrough, not dsh-confine.
 SupervisedRun supervise(std::vector<std::string> argv, const SuperviseOptions& options,
                         const std::function<void(std::string_view)>& on_stderr);
+
+#if !defined(_WIN32)
+// The process a forwarded signal is for: the runner, or under bubblewrap (`grandchild`) the
+// child of the sandbox's pid 1 once there is one.
+pid_t signal_target(pid_t runner, bool grandchild);
+#endif
+
+#if defined(__linux__)
+// The children of `parent` (a single-threaded process), up to `most`, into `into`: how many.
+int children_of(long parent, long* into, int most) noexcept;
+#endif
 
 }  // namespace dsh::posix

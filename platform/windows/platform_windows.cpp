@@ -56,6 +56,8 @@ StartProofPlan prepare_for_run(std::vector<std::string>& /*argv*/, const std::st
 void remove_run_temp_dir(const std::string& dir) { win32::remove_tree(dir); }
 
 // No rlimits and no cgroups here: every limit is a gap (a job object could count some; not yet).
+std::unique_ptr<EndCheck> record_end_check(const ConfinedArgv&) { return nullptr; }
+
 std::unique_ptr<RunLimitsOnHost> prepare_run_limits(const RunLimits& limits) {
     auto out = std::make_unique<RunLimitsOnHost>();
     out->enforcement = decide_limits(limits, CgroupOffer{}, RlimitSupport{});

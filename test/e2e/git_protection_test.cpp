@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <csignal>
+
 #include <chrono>
 #include <filesystem>
 #include <thread>
@@ -529,6 +531,60 @@ TEST_P(GitLayouts, ATimeoutsKillStillLeavesTheRepositoryValid) {
 
 INSTANTIATE_TEST_SUITE_P(Linux, GitLayouts,
                          ::testing::Combine(::testing::Values("root", "nobody"), ::testing::Values(Form::Exec)),
+                         param_name);
+
+// A call ended from outside while the command has the repository broken: a signal to the call's
+// process group (timeout(1)'s, a closed terminal's), which kills bubblewrap and the stage with it,
+// a SIGKILL to bubblewrap alone, and on the exec path a SIGTERM to dsh-confine, which now reaches
+// the command (its trap runs) instead of killing bubblewrap. dsh-confine, in front of bubblewrap,
+// checks once the sandbox is gone.
+class GitSignals : public GitProtection {
+protected:
+    // The call, started by sh as `start` (its pid in $p), ended by `end` once the command has
+    // broken the repository; sh prints the call's status.
+    e2e::Result ended(const std::string& start, const std::string& end, const std::string& after = "") const {
+        const std::string ready = ws + "/sub/ready";
+        const std::string command =
+            "mkdir -p objects refs/heads; echo 'ref: refs/heads/main' > HEAD; "
+            "printf '[core]\\n\\tbare = true\\n\\tfsmonitor = " + evil + "\\n' > config; "
+            "rm .git/HEAD; " + after + "touch " + ready + "; sleep 30 & wait";
+        const std::string call = std::string(e2e::binary()) + (form == Form::Run ? " run" : "") +
+                                 " --backend bwrap --mode workspace-write --workspace-root " + ws + " -- /bin/sh -c \"" +
+                                 command + "\"";
+        const std::string script = start + " " + call + " & p=$!; "
+                                   "i=0; while [ ! -e " + ready + " ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; " +
+                                   end + "; wait $p; echo $?";
+        return e2e::run_program({"/bin/sh", "-c", script}, options(ws));
+    }
+};
+
+TEST_P(GitSignals, ACallEndedFromOutsideStillLeavesTheRepositoryValid) {
+    for (const auto& [sig, number] : {std::pair<const char*, int>{"TERM", SIGTERM}, {"HUP", SIGHUP}}) {
+        // timeout(1) passes a signal it gets on to its whole process group: dsh-confine and
+        // bubblewrap alike.
+        const e2e::Result group = ended("timeout 60", std::string("kill -") + sig + " $p");
+        EXPECT_EQ(group.out, std::to_string(128 + number) + "\n") << sig << ": " << group.err;
+        // Restored by the stage (which had the signal too, passed it on, and may have repaired
+        // before bubblewrap's end killed it) or by dsh-confine: either way the repository is valid.
+        expect_git_untouched(std::string("a process group's SIG") + sig);
+        for (const char* name : {"objects", "refs", "HEAD", "config", "sub/ready"}) fs::remove_all(ws + "/" + name);
+    }
+    // The stage dies at once with bubblewrap: dsh-confine repairs, and says so.
+    const e2e::Result killed = ended("", "kill -KILL $(cat /proc/$p/task/$p/children)");
+    EXPECT_EQ(killed.out, "137\n") << killed.err;
+    EXPECT_NE(killed.err.find("dsh-confine: git: restored"), std::string::npos) << killed.err;
+    expect_git_untouched("a SIGKILL to bubblewrap");
+}
+
+TEST_P(GitSignals, ASignalToTheCallReachesTheCommand) {
+    const e2e::Result term = ended("", "kill -TERM $p", "trap 'echo trapped >&2; exit 7' TERM; ");
+    EXPECT_EQ(term.out, "7\n") << term.err;
+    EXPECT_NE(term.err.find("trapped"), std::string::npos) << term.err;
+    expect_git_untouched("a SIGTERM to dsh-confine");
+}
+
+INSTANTIATE_TEST_SUITE_P(Linux, GitSignals,
+                         ::testing::Combine(::testing::Values("root", "nobody"), ::testing::Values(Form::Exec, Form::Run)),
                          param_name);
 
 // What the plan says: the mode, the repositories and the notes; under Landlock, the gap.
