@@ -146,6 +146,13 @@ std::vector<Refusal> refusals(const GuardOptions& options, std::uint32_t arch) {
     // or into a group outside the sandbox). ENOSYS, as on a kernel without it: libc and language
     // runtimes then fork with clone, whose flags (in a register) carry no cgroup.
     out.push_back({"clone3", ENOSYS, {}});
+    // A cgroup namespace of its own, in a user namespace of its own (where it holds
+    // CAP_SYS_ADMIN), lets the command mount cgroupfs with its own cgroup as the root; under a
+    // root caller it is still uid 0, the owner of that cgroup's files, and cgroup v1 has no
+    // delegation boundary: it could write the limits of `run --limit` away. No other way in
+    // makes one (setns needs CAP_SYS_ADMIN over the namespace's owner: one the command made).
+    out.push_back({"unshare", EPERM, {masked_is(0, CLONE_NEWCGROUP, CLONE_NEWCGROUP)}});
+    out.push_back({"clone", EPERM, {masked_is(clone_flags_arg(arch), CLONE_NEWCGROUP, CLONE_NEWCGROUP)}});
     add_socket_rules(options.sockets, out);
     return out;
 }

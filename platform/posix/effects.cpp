@@ -29,6 +29,7 @@
 #include <linux/netlink.h>
 #include <mqueue.h>    // POSIX message queues (macOS has none)
 #include <sched.h>     // CLONE_PARENT
+#include <sys/mount.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
 #endif
@@ -385,6 +386,18 @@ int perform_effect(const std::string& op, const std::vector<std::string>& a) {
         char byte = 0;
         while (read(ended[0], &byte, 1) > 0) {
         }
+        return 0;
+    }
+    // The command's own cgroup's a[1] (controller a[0]) set to a[2], through a cgroupfs it mounts
+    // itself: in user, mount and cgroup namespaces of its own, where it holds CAP_SYS_ADMIN and
+    // its cgroup is the root (v1's hierarchy of a[0], else v2's). One line: what it wrote.
+    if (op == "write-own-cgroup" && need(3)) {
+        if (unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWCGROUP) != 0) return refused("unshare(CLONE_NEWCGROUP)");
+        if (mount("none", "/tmp", "cgroup", 0, a[0].c_str()) != 0 && mount("none", "/tmp", "cgroup2", 0, nullptr) != 0)
+            return refused("mount cgroupfs");
+        std::ofstream file("/tmp/" + a[1]);
+        if (!(file << a[2] << std::flush)) return refused("write " + a[1]);
+        std::printf("wrote %s=%s\n", a[1].c_str(), a[2].c_str());
         return 0;
     }
     // A child started in the cgroup a[0] names (clone3 with CLONE_INTO_CGROUP), which writes

@@ -264,6 +264,30 @@ TEST_P(Pids, AForkBombIsStoppedOrTheGapIsNamed) {
     EXPECT_EQ(rep["outcome"], "not-started");
 }
 
+// The command first tries to lift the limit: a cgroupfs of its own mounted (in user, mount and
+// cgroup namespaces it makes, its cgroup the root), pids.max written `max`, as root's command
+// owns the files. The guard refuses the cgroup namespace under both backends, and the bomb still
+// stops at the limit, read by run from the call's cgroup on the host.
+class OwnLimit : public RunLimits {};
+
+TEST_P(OwnLimit, TheCommandCannotLiftItsPidsLimit) {
+    const std::string sleeper = "28." + std::to_string(getpid());
+    const e2e::Result r = run({"--limit", "pids=64", "--", "sh", "-c",
+                               std::string(e2e::binary()) + " __effect write-own-cgroup pids pids.max max; "
+                               "i=0; while [ $i -lt 300 ]; do sleep " + sleeper + " & i=$((i+1)); done; wait"});
+    EXPECT_EQ(r.out.find("wrote"), std::string::npos) << r.out;
+    EXPECT_TRUE(contains(r.err, "unshare(CLONE_NEWCGROUP)")) << r.err;
+    const json rep = report();
+    ASSERT_TRUE(rep.is_object()) << e2e::read_file(report_path());
+    EXPECT_EQ(rep["limit"], "pids") << rep;
+    const e2e::Result left = e2e::run_program({"/usr/bin/pgrep", "-f", "sleep " + sleeper});
+    if (left.status == 0) e2e::run_program({"/usr/bin/pkill", "-KILL", "-f", "sleep " + sleeper});
+}
+
+// Only root's calls get a cgroup of their own here (and only root's command owns its files).
+INSTANTIATE_TEST_SUITE_P(Linux, OwnLimit, ::testing::Values(Param{"bwrap", "root", ""}, Param{"landlock", "root", ""}),
+                         e2e::backend_caller_name);
+
 INSTANTIATE_TEST_SUITE_P(Linux, Pids, ::testing::ValuesIn(e2e::backends_and_callers()), e2e::backend_caller_name);
 
 // --- CPU time ------------------------------------------------------------------------------
