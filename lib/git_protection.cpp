@@ -19,6 +19,8 @@ namespace fs = std::filesystem;
 // found by reading a few files, never by walking a tree; these keep a crafted layout cheap. A
 // bound reached is a named gap, never a silent omission.
 constexpr std::size_t kMaxRepositories = 1024;
+// The largest config file read (git reads any): beyond it, a bound reached, named in the plan.
+constexpr std::uintmax_t kMaxConfigBytes = std::uintmax_t{64} << 20;
 constexpr int kMaxSubmoduleDepth = 8;
 constexpr std::size_t kMaxModuleEntries = 16384;
 
@@ -68,16 +70,18 @@ struct ConfigEntry {
 // (and go), `\"`, `\\`, `\n`, `\t` and `\b` are escapes, a backslash at the end of a line joins
 // the next, `#` and `;` outside quotes start a comment, and whitespace around the value goes.
 // What it cannot parse ends the reading there, as git would refuse the file. Includes are not
-// followed: the callers look at each file on its own.
+// followed: the callers look at each file on its own. A file over kMaxConfigBytes is not read
+// (config_targets names that as a bound reached).
 std::vector<ConfigEntry> read_git_config(const fs::path& file) {
     std::vector<ConfigEntry> out;
     std::error_code ec;
-    if (!fs::is_regular_file(fs::status(file, ec)) || fs::file_size(file, ec) > (1U << 20)) return out;
+    if (!fs::is_regular_file(fs::status(file, ec)) || fs::file_size(file, ec) > kMaxConfigBytes) return out;
     std::ifstream in(file, std::ios::binary);
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    std::size_t at = 0;
+    std::size_t at = text.rfind("\xef\xbb\xbf", 0) == 0 ? 3 : 0;  // a UTF-8 byte order mark, which git skips
     std::string section, subsection;
     const auto blank = [&] { return at < text.size() && (text[at] == ' ' || text[at] == '\t' || text[at] == '\r'); };
+    const auto git_space = [&] { return at < text.size() && (text[at] == ' ' || text[at] == '\t' || text[at] == '\n' || text[at] == '\r'); };
     const auto skip_line = [&] {
         while (at < text.size() && text[at] != '\n') ++at;
     };
@@ -95,8 +99,8 @@ std::vector<ConfigEntry> read_git_config(const fs::path& file) {
             while (at < text.size() && (std::isalnum(static_cast<unsigned char>(text[at])) || text[at] == '-' || text[at] == '.'))
                 name += static_cast<char>(std::tolower(static_cast<unsigned char>(text[at++])));
             subsection.clear();
-            if (at < text.size() && text[at] == ' ') {
-                while (blank()) ++at;
+            if (git_space()) {
+                while (git_space()) ++at;
                 if (at >= text.size() || text[at] != '"') return out;
                 ++at;
                 while (at < text.size() && text[at] != '"' && text[at] != '\n') {
@@ -298,11 +302,12 @@ private:
         if (auto r = resolve(path); r && r->exists && inside_roots(r->path)) plan_.readOnly.push_back(r->path);
     }
     // Read-only, and made first where missing (git's own layout: only its parent must exist).
-    // With `parents`, a directory whose parents are missing too is made with them (up to 8,
-    // each read-only: a hooks path git would run from must stay where it is).
+    // With `parents`, a path whose parents are missing too is made with them, each directory
+    // read-only (a hooks directory or an included file git would read must stay where it is),
+    // up to kMaxMadeParents of them: a deeper one is a bound reached, named in the plan.
     void made(const fs::path& path, bool directory, bool parents = false) {
         auto r = resolve(path);
-        if (!r && directory && parents) made_with_parents(path);
+        if (!r && parents) made_with_parents(path, directory);
         if (!r || !inside_roots(r->path)) return;
         if (r->exists) {
             plan_.readOnly.push_back(r->path);
@@ -312,11 +317,17 @@ private:
         if (!fs::is_directory(fs::path(r->path).parent_path(), ec)) return;
         (directory ? plan_.madeDirectories : plan_.madeFiles).push_back(r->path);
     }
-    void made_with_parents(const fs::path& path) {
+    void made_with_parents(const fs::path& path, bool directory) {
+        constexpr std::size_t kMaxMadeParents = 64;
         std::vector<fs::path> names;  // below the nearest ancestor that exists, innermost first
         fs::path at = path;
         std::optional<Resolved> base;
-        for (int i = 0; i < 8 && at.has_relative_path(); ++i) {
+        while (at.has_relative_path()) {
+            if (names.size() >= kMaxMadeParents) {
+                if (inside_roots(path.string()))
+                    bounded("more than " + std::to_string(kMaxMadeParents) + " missing directories on the way to " + path.string());
+                return;
+            }
             names.push_back(at.filename());
             at = at.parent_path();
             base = resolve(at);
@@ -325,11 +336,11 @@ private:
         }
         std::error_code ec;
         if (!base || !inside_roots(base->path) || !fs::is_directory(base->path, ec)) return;
-        fs::path directory = base->path;
+        fs::path made_path = base->path;
         for (auto name = names.rbegin(); name != names.rend(); ++name) {
-            directory /= *name;
-            if (!inside_roots(directory.string())) return;
-            plan_.madeDirectories.push_back(directory.string());
+            made_path /= *name;
+            if (!inside_roots(made_path.string())) return;
+            (directory || name + 1 != names.rend() ? plan_.madeDirectories : plan_.madeFiles).push_back(made_path.string());
         }
     }
     void kept_directory(const fs::path& path) {
@@ -349,28 +360,29 @@ private:
     // (core.hooksPath, as husky sets it) and included files (include.path, includeIf.*.path) would
     // be the command's to write, and git runs or reads them. Kept read-only where they lie inside a
     // root; where one is missing (husky's gitignored .husky/_, an optional ../.gitconfig.local),
-    // made empty first, as .git/hooks is, when its parent exists. An included file's own hooks
-    // path and includes are followed too, as deep as git follows includes (10).
-    void config_targets(const fs::path& config, const std::optional<std::string>& worktree, int depth = 0) {
+    // made empty first, as .git/hooks is, with the directories above it that are missing too. A
+    // relative hooks path is relative to where git runs hooks, `hooks_base`: the worktree's top,
+    // or for a bare repository the git directory. An included file's own hooks path and includes
+    // are followed too, as deep as git follows includes (10).
+    void config_targets(const fs::path& config, const fs::path& hooks_base, int depth = 0) {
         constexpr int kMaxIncludeDepth = 10;
+        std::error_code ec;
+        if (fs::is_regular_file(config, ec) && fs::file_size(config, ec) > kMaxConfigBytes && inside_roots(config.string()))
+            bounded("a config file over " + std::to_string(kMaxConfigBytes >> 20) + " MiB (" + config.string() + ")");
         for (const auto& entry : read_git_config(config)) {
             const bool hooks = entry.section == "core" && entry.subsection.empty() && entry.key == "hookspath";
             const bool include = (entry.section == "include" || entry.section == "includeif") && entry.key == "path";
             if ((!hooks && !include) || entry.value.empty()) continue;
             fs::path target = entry.value;
             if (entry.value.rfind("~/", 0) == 0) continue;  // the home directory: outside the workspace by the rules for roots
-            if (target.is_relative()) {
-                if (hooks && !worktree) continue;  // a bare repository's hooks path is relative to it: below
-                target = (hooks ? fs::path(*worktree) : config.parent_path()) / target;
-            }
+            if (target.is_relative()) target = (hooks ? hooks_base : config.parent_path()) / target;
             target = target.lexically_normal();
-            made(target, hooks, hooks);
+            made(target, hooks, true);
             // Each included file read once, and so many at most: a file that includes itself a
             // thousand times (git stops at its depth) costs one read.
-            std::error_code ec;
             if (include && depth < kMaxIncludeDepth && included_.size() < kMaxIncludedFiles &&
                 fs::is_regular_file(target, ec) && included_.insert(fs::weakly_canonical(target, ec).string()).second)
-                config_targets(target, worktree, depth + 1);
+                config_targets(target, hooks_base, depth + 1);
         }
     }
 
@@ -422,8 +434,9 @@ private:
                 plan_.repositories.push_back(*common);
                 plan_.checkedAtEnd.push_back(*common);
             }
-            config_targets(shared / "config", worktree);
-            if (worktree_config) config_targets(git / "config.worktree", worktree);
+            const fs::path hooks_base = worktree ? fs::path(*worktree) : git;
+            config_targets(shared / "config", hooks_base);
+            if (worktree_config) config_targets(git / "config.worktree", hooks_base);
         }
         modules(git / "modules", 0);
         if (common) modules(shared / "modules", 0);

@@ -457,9 +457,11 @@ TEST_P(GitLayouts, MissingConfigTargetsAreMadeAndIncludesFollowed) {
     git({"config", "core.hooksPath", ".husky/_"}, ws);
     git({"config", "--add", "include.path", "../local.gitconfig"}, ws);
     git({"config", "--add", "include.path", "../project.gitconfig"}, ws);
+    git({"config", "--add", "include.path", "../conf/local.gitconfig"}, ws);  // conf/ missing too (pass 12: 01)
     const std::string hook = "printf '#!/bin/sh\\n" + evil + "\\n' > ";
     const e2e::Result call = confined(
-        "mkdir -p .husky/_; " + hook + ".husky/_/pre-commit; chmod +x .husky/_/pre-commit; " +
+        "mkdir -p .husky/_ conf; printf '[core]\\n\\tfsmonitor = " + evil + "\\n' > conf/local.gitconfig; " +
+        hook + ".husky/_/pre-commit; chmod +x .husky/_/pre-commit; " +
         "printf '[core]\\n\\tfsmonitor = " + evil + "\\n' > local.gitconfig; " +
         "printf '[core]\\n\\tfsmonitor = " + evil + "\\n' >> nested.gitconfig; " +
         hook + ".hooks2/pre-commit; chmod +x .hooks2/pre-commit; exit 0");
@@ -467,6 +469,7 @@ TEST_P(GitLayouts, MissingConfigTargetsAreMadeAndIncludesFollowed) {
     EXPECT_FALSE(exists(ws + "/.husky/_/pre-commit"));
     EXPECT_FALSE(exists(ws + "/.hooks2/pre-commit"));
     EXPECT_EQ(read_file(ws + "/local.gitconfig"), "");
+    EXPECT_EQ(read_file(ws + "/conf/local.gitconfig"), "");
     EXPECT_EQ(read_file(ws + "/nested.gitconfig"), "[core]\n\thooksPath = .hooks2\n");
     git({"commit", "-q", "--allow-empty", "-m", "two"}, ws);
     expect_git_untouched("missing hooks path and include, nested include");

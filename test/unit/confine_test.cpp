@@ -488,6 +488,43 @@ TEST_F(ProtectedPathsFound, IncludesAreFollowedOnceAndMissingHooksPathsMade) {
     (void)git;
 }
 
+// Red team pass 12: an include whose directory is missing is made with it; a hooks path ten
+// directories deep is made whole, one deeper than the bound is named; what a file names is read
+// where git reads it (a byte order mark first, a tab before the subsection); and a bare root's
+// relative hooks path is relative to the git directory, the root itself.
+TEST_F(ProtectedPathsFound, MissingTargetsAreMadeWithTheirParentsAndTheReaderReadsAsGitDoes) {
+    const auto has = [](const std::vector<std::string>& list, const std::string& path) {
+        return std::find(list.begin(), list.end(), path) != list.end();
+    };
+    const std::string ws = tmp.dir("ws");
+    repository("ws/.git");
+    std::string deep = "tools";
+    for (int i = 0; i < 10; ++i) deep += "/" + std::to_string(i);
+    tmp.file("ws/.git/config", "\xef\xbb\xbf[core]\n\thooksPath = " + deep + "/hooks\n[includeIf\t\"onbranch:**\"]\n"
+                               "\tpath = ../conf/local.gitconfig\n");
+    GitPlan plan = plan_git_protection({ws}, GitMode::Protect, defaults);
+    EXPECT_TRUE(has(plan.madeDirectories, ws + "/conf")) << ::testing::PrintToString(plan.madeDirectories);
+    EXPECT_TRUE(has(plan.madeFiles, ws + "/conf/local.gitconfig")) << ::testing::PrintToString(plan.madeFiles);
+    EXPECT_TRUE(has(plan.madeDirectories, ws + "/tools"));
+    EXPECT_TRUE(has(plan.madeDirectories, ws + "/" + deep + "/hooks"));
+    EXPECT_FALSE(plan.bounded);
+
+    std::string deeper = "tools";
+    for (int i = 0; i < 70; ++i) deeper += "/" + std::to_string(i);
+    tmp.file("ws/.git/config", "[core]\n\thooksPath = " + deeper + "\n");
+    plan = plan_git_protection({ws}, GitMode::Protect, defaults);
+    EXPECT_TRUE(plan.bounded);
+    EXPECT_TRUE(std::any_of(plan.notes.begin(), plan.notes.end(), [&](const std::string& note) {
+        return note.find("missing directories on the way to " + ws + "/" + deeper) != std::string::npos;
+    })) << ::testing::PrintToString(plan.notes);
+
+    const std::string bare = repository("bare.git");
+    tmp.dir("bare.git/custom-hooks");
+    tmp.file("bare.git/config", "[core]\n\tbare = true\n\thooksPath = custom-hooks\n");
+    plan = plan_git_protection({bare}, GitMode::Protect, defaults);
+    EXPECT_TRUE(has(plan.readOnly, bare + "/custom-hooks")) << ::testing::PrintToString(plan.readOnly);
+}
+
 // A root with no repository in it may lie inside one (a monorepo's project), which is not looked
 // for: the plan says so, and only then.
 TEST_F(ProtectedPathsFound, ARootWithoutARepositorySaysWhatARepositoryAboveItGets) {
