@@ -462,6 +462,10 @@ private:
                                        .lexically_normal()
                                        .string();
                 if (auto canonical = directory_named(entry.string(), "/")) repository(*canonical, worktree);
+                // Its checkout, as the git directory names it, whatever .gitmodules says now: a
+                // call may have taken the submodule out of .gitmodules, and git still finds it
+                // through the index, its `.git` file included.
+                if (worktree && inside_roots(*worktree)) submodule_checkout(*worktree, 1);
             } else {
                 modules(entry, depth + 1);
             }
@@ -526,8 +530,16 @@ private:
                 else made(*gitdir / "modules", true);
                 continue;
             }
-            root(sub.string(), depth + 1);
+            submodule_checkout(sub.string(), depth + 1);
         }
+    }
+
+    // A submodule's checkout looked at as a root's top is, once (found by .gitmodules and by its
+    // git directory's core.worktree alike).
+    void submodule_checkout(const std::string& path, int depth) {
+        std::error_code ec;
+        if (!fs::is_directory(fs::symlink_status(path, ec)) || !submodule_checkouts_.insert(path).second) return;
+        root(path, depth);
     }
 
     std::vector<std::string> roots_;
@@ -538,6 +550,7 @@ private:
     std::vector<std::string> unpopulated_;  // submodules not checked out, whose modules/NAME can be made
     std::set<std::string> checkouts_;       // linked worktrees' checkouts, each looked at once
     std::set<std::string> included_;        // the included config files read (config_targets)
+    std::set<std::string> submodule_checkouts_;  // submodules' checkouts, each looked at once
     static constexpr std::size_t kMaxIncludedFiles = 64;
 };
 

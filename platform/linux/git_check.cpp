@@ -116,37 +116,75 @@ std::string random_name(const char* what) {
 }
 
 // `name` moved aside to a random name and removed as far as it can be (a tree deeper than the
-// descriptors allow stays, under that name): true when `name` is gone.
+// descriptors allow stays, under that name): true when `name` is gone. Where no new name can be
+// made (a directory so full that no entry can be added), removed where it is: that frees an
+// entry, and takes none.
 bool move_aside(int directory, const std::string& name) {
     const std::string aside = random_name(name.c_str());
-    if (aside.empty() || syscall(SYS_renameat2, directory, name.c_str(), directory, aside.c_str(), RENAME_NOREPLACE) != 0)
-        return false;
-    if (unlinkat(directory, aside.c_str(), 0) != 0) posix::remove_tree_at(directory, aside);
-    return true;
+    if (!aside.empty() && syscall(SYS_renameat2, directory, name.c_str(), directory, aside.c_str(), RENAME_NOREPLACE) == 0) {
+        if (unlinkat(directory, aside.c_str(), 0) != 0) posix::remove_tree_at(directory, aside);
+        return true;
+    }
+    if (unlinkat(directory, name.c_str(), 0) == 0) return true;
+    if (errno != EISDIR) return false;
+    const bool removed = posix::remove_tree_at(directory, name);
+    if (!removed) errno = ENOTEMPTY;
+    return removed;
 }
 
-// The places git writes through where a planted symlink would send it elsewhere (a `logs` or
-// `worktrees/NAME` link: git's writes and its `worktree prune` go where it points).
-const char* const kLinkPlaces[] = {"", "logs", "worktrees", "modules"};
+// The places git writes through where a planted symlink would send it elsewhere: the top of the
+// git directory, `logs/` to any depth (git appends each reflog line through whatever a
+// `logs/refs/heads/NAME` names), and `worktrees/` and `modules/` (a `worktrees/NAME` link: git's
+// writes and its `worktree prune` go where it points).
+struct LinkPlace {
+    const char* name;
+    bool deep;
+};
+constexpr LinkPlace kLinkPlaces[] = {{"", false}, {"logs", true}, {"worktrees", false}, {"modules", false}};
+constexpr int kMaxLinkDepth = 32;
+constexpr std::size_t kMaxLinkEntries = 65536;
+
+// Calls `found(parent, name, path)` for each symlink in the directory `fd` (and, `deep`, in the
+// directories below it), `path` relative to the git directory. Every directory is opened relative
+// to its parent without following a symlink: the walk never leaves the git directory. It
+// closes `fd`.
+template <typename Found>
+void each_symlink(int fd, const std::string& prefix, bool deep, int depth, std::size_t& budget, const Found& found) {
+    DIR* entries = fdopendir(fd);
+    if (!entries) {
+        close(fd);
+        return;
+    }
+    std::vector<std::string> below;
+    while (dirent* entry = readdir(entries)) {
+        const std::string name = entry->d_name;
+        if (name == "." || name == ".." || budget == 0) continue;
+        --budget;
+        struct stat st {};
+        if (fstatat(dirfd(entries), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+        if (S_ISLNK(st.st_mode)) found(dirfd(entries), name, prefix + name);
+        else if (deep && S_ISDIR(st.st_mode) && depth < kMaxLinkDepth) below.push_back(name);
+    }
+    for (const auto& name : below) {
+        const int child = openat(dirfd(entries), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (child >= 0) each_symlink(child, prefix + name + "/", deep, depth + 1, budget, found);
+    }
+    closedir(entries);
+}
+
+template <typename Found>
+void each_planted_place_link(int directory, const Found& found) {
+    std::size_t budget = kMaxLinkEntries;
+    for (const LinkPlace& place : kLinkPlaces) {
+        const int fd = place.name[0] == '\0' ? openat(directory, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+                                             : openat(directory, place.name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd >= 0) each_symlink(fd, place.name[0] == '\0' ? std::string() : std::string(place.name) + "/", place.deep, 0, budget, found);
+    }
+}
 
 std::set<std::string> symlinks_at(int directory) {
     std::set<std::string> out;
-    for (const char* place : kLinkPlaces) {
-        const int fd = place[0] == '\0' ? openat(directory, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-                                        : openat(directory, place, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0) continue;
-        DIR* entries = fdopendir(fd);
-        if (!entries) {
-            close(fd);
-            continue;
-        }
-        while (dirent* entry = readdir(entries)) {
-            struct stat st {};
-            if (fstatat(fd, entry->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
-                out.insert(place[0] == '\0' ? std::string(entry->d_name) : std::string(place) + "/" + entry->d_name);
-        }
-        closedir(entries);
-    }
+    each_planted_place_link(directory, [&](int, const std::string&, const std::string& path) { out.insert(path); });
     return out;
 }
 
@@ -206,24 +244,28 @@ Restored restore(const Recorded& recorded) {
         else
             failed("remove " + where + "/" + older + ", which the command made");
     }
-    for (const auto& link : symlinks_at(recorded.directory))
-        if (recorded.links.count(link) == 0) {
-            if (unlinkat(recorded.directory, link.c_str(), 0) == 0)
-                out.repairs.push_back("removed the symlink " + where + "/" + link + ", which the command planted");
-            else
-                failed("remove the symlink " + where + "/" + link + ", which the command planted");
-        }
+    // Removed relative to the directory that holds each: no name on the way is followed.
+    each_planted_place_link(recorded.directory, [&](int parent, const std::string& name, const std::string& path) {
+        if (recorded.links.count(path) != 0) return;
+        if (unlinkat(parent, name.c_str(), 0) == 0)
+            out.repairs.push_back("removed the symlink " + where + "/" + path + ", which the command planted");
+        else
+            failed("remove the symlink " + where + "/" + path + ", which the command planted");
+    });
     if (!valid(read_head(recorded.directory))) {
         const std::string name = random_name("HEAD");
         bool linked = false;
+        int error = 0;
         if (recorded.head >= 0 && !name.empty()) {
             const std::string self = "/proc/self/fd/" + std::to_string(recorded.head);
             linked = linkat(AT_FDCWD, self.c_str(), recorded.directory, name.c_str(), AT_SYMLINK_FOLLOW) == 0;
+            if (!linked) error = errno;
         }
-        if (!linked && !name.empty()) {  // no unnamed file here: one made now
+        if (!linked && !name.empty() && recorded.head < 0) {  // no unnamed file here: one made now
             const int fd = openat(recorded.directory, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
             linked = fd >= 0 && write(fd, recorded.headText.data(), recorded.headText.size()) ==
                                     static_cast<ssize_t>(recorded.headText.size());
+            if (!linked) error = errno;
             if (fd >= 0) close(fd);
             if (!linked) unlinkat(recorded.directory, name.c_str(), 0);
         }
@@ -232,15 +274,25 @@ Restored restore(const Recorded& recorded) {
         if (linked && present) {
             // Swapped with whatever HEAD is now, which then goes as far as it can.
             placed = syscall(SYS_renameat2, recorded.directory, name.c_str(), recorded.directory, "HEAD", RENAME_EXCHANGE) == 0;
+            if (!placed) error = errno;
             if (placed && unlinkat(recorded.directory, name.c_str(), 0) != 0) posix::remove_tree_at(recorded.directory, name);
         } else if (linked) {
             placed = renameat(recorded.directory, name.c_str(), recorded.directory, "HEAD") == 0;
+            if (!placed) error = errno;
+        } else if (recorded.head >= 0 && (!present || move_aside(recorded.directory, "HEAD"))) {
+            // No name to spare in the directory (a file system full to its last entry): what is
+            // at HEAD goes first, which frees the entry the unnamed file then takes, by HEAD's name.
+            const std::string self = "/proc/self/fd/" + std::to_string(recorded.head);
+            placed = linkat(AT_FDCWD, self.c_str(), recorded.directory, "HEAD", AT_SYMLINK_FOLLOW) == 0;
+            if (!placed) error = errno;
         }
-        if (placed)
+        if (placed) {
             out.repairs.push_back("restored " + where + "/HEAD, which the command left invalid (git would have taken the "
                                                         "directory above it for a bare repository)");
-        else
+        } else {
+            if (error != 0) errno = error;
             failed("restore " + where + "/HEAD, which the command left invalid");
+        }
     }
     return out;
 }

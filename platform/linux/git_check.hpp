@@ -40,7 +40,7 @@ struct Recorded {
     mode_t directoryMode = 0;   // type and permission bits of the git directory, objects/ and refs/ (0: missing)
     mode_t objectsMode = 0;
     mode_t refsMode = 0;
-    std::set<std::string> links;  // symlinks where git writes (its top, logs/, worktrees/, modules/), before
+    std::set<std::string> links;  // symlinks where git writes (its top, logs/ at any depth, worktrees/, modules/), before
     bool hadRemotes = false;      // .git/remotes existed (then it is kept read-only; else one made is removed)
     bool hadBranches = false;     // the same for .git/branches, the other older place a remote is named
 };

@@ -447,6 +447,19 @@ TEST_P(GitLayouts, HooksPathIncludesRemotesAndPlantedSymlinks) {
     expect_git_untouched("hooksPath, include, remotes, symlinks");
 }
 
+// A symlink planted deep in logs/ (red team pass 12, a note): git appends each reflog line
+// through it, to a file the command chose. Removed when the call ends, whatever its depth.
+TEST_P(GitLayouts, ASymlinkPlantedDeepInLogsIsRemoved) {
+    const std::string victim = base / "victim";
+    write(victim, "keep\n");
+    const e2e::Result call =
+        confined("rm -f .git/logs/refs/heads/main; mkdir -p .git/logs/refs/heads; ln -s " + victim + " .git/logs/refs/heads/main; exit 0");
+    EXPECT_EQ(call.status, 0) << call.err;
+    EXPECT_FALSE(fs::is_symlink(ws + "/.git/logs/refs/heads/main"));
+    git({"commit", "-q", "--allow-empty", "-m", "two"}, ws);
+    EXPECT_EQ(read_file(victim), "keep\n") << "host git wrote through a planted symlink";
+}
+
 // What the config points at that is missing when the call is planned (husky's gitignored
 // .husky/_, an optional local include) is made empty and read-only first, and an included file's
 // own hooks path and includes are followed (red team pass 11: 02, 03, 04).
@@ -500,6 +513,25 @@ TEST_P(GitLayouts, ARewrittenGitmodulesStillNamesTheSubmodule) {
     ASSERT_EQ(git({"-c", "protocol.file.allow=always", "submodule", "add", "-q", lib, "sub/lib"}, ws).status, 0);
     git({"commit", "-q", "-m", "submodule"}, ws);
     ASSERT_EQ(confined("sed -i 's|path = sub/lib|path = \"sub/lib\" ; moved|' .gitmodules").status, 0);
+    const e2e::Result call = confined(
+        "mkdir -p e && cp -r .git/modules/sub/lib/. e/ && printf '[core]\\n\\tfsmonitor = " + evil + "\\n' >> e/config; "
+        "echo 'gitdir: ../../e' > sub/lib/.git; exit 0");
+    EXPECT_EQ(call.status, 0) << call.err;
+    EXPECT_EQ(read_file(ws + "/sub/lib/.git"), "gitdir: ../../.git/modules/sub/lib\n");
+    git({"status"}, ws);
+    EXPECT_FALSE(exists(sentinel));
+}
+
+// A call that takes a submodule out of .gitmodules: the next call still finds it through its git
+// directory (core.worktree), and its .git file stays read-only (red team pass 11: 05).
+TEST_P(GitLayouts, ASubmoduleTakenOutOfGitmodulesStaysProtected) {
+    const std::string lib = base / "lib";
+    make_dir(lib);
+    git({"init", "-q", "-b", "main", "."}, lib);
+    git({"commit", "-q", "--allow-empty", "-m", "x"}, lib);
+    ASSERT_EQ(git({"-c", "protocol.file.allow=always", "submodule", "add", "-q", lib, "sub/lib"}, ws).status, 0);
+    git({"commit", "-q", "-m", "submodule"}, ws);
+    ASSERT_EQ(confined("git config -f .gitmodules --remove-section submodule.sub/lib").status, 0);
     const e2e::Result call = confined(
         "mkdir -p e && cp -r .git/modules/sub/lib/. e/ && printf '[core]\\n\\tfsmonitor = " + evil + "\\n' >> e/config; "
         "echo 'gitdir: ../../e' > sub/lib/.git; exit 0");
@@ -589,6 +621,69 @@ TEST_P(GitSignals, ASignalToTheCallReachesTheCommand) {
 INSTANTIATE_TEST_SUITE_P(Linux, GitSignals,
                          ::testing::Combine(::testing::Values("root", "nobody"), ::testing::Values(Form::Exec, Form::Run)),
                          param_name);
+
+// A file system full to its last directory entry (red team pass 11: 06): the command rewrites
+// HEAD (or plants a commondir), fills the data blocks, then hard-links one file into .git under
+// names until no entry can be added. The repair takes no new name then: what is at HEAD (or the
+// commondir) goes first, and the entry it frees is HEAD's. On an 8 MiB ext4 made for the test
+// (root alone may mount it), judged by the host's git.
+TEST(GitFullDisk, AFileSystemFullToItsLastEntryDoesNotStopTheRepair) {
+    E2E_REQUIRE(getuid() == 0, "a loop-mounted ext4 needs root");
+    E2E_REQUIRE(exists("/usr/bin/git") && exists("/usr/bin/python3") && exists("/sbin/mkfs.ext4"), "no git, python3 or mkfs.ext4");
+    E2E_REQUIRE(e2e::backend_usable("bwrap"), "bubblewrap cannot confine here");
+    e2e::TempDir base;
+    const std::string image = base / "img", mnt = base / "mnt", ws = mnt + "/ws", sentinel = base / "pwned";
+    fs::create_directory(mnt);
+    ASSERT_EQ(e2e::run_program({"/usr/bin/truncate", "-s", "8M", image}).status, 0);
+    ASSERT_EQ(e2e::run_program({"/sbin/mkfs.ext4", "-q", "-F", "-N", "2048", image}).status, 0);
+    const e2e::Result mounted = e2e::run_program({"/bin/mount", "-o", "loop", image, mnt});
+    E2E_REQUIRE(mounted.status == 0, "cannot loop-mount an ext4 here: " + mounted.err);
+    struct Unmount {
+        std::string at;
+        ~Unmount() { e2e::run_program({"/bin/umount", at}); }
+    } unmount{mnt};
+    e2e::RunOptions o;
+    o.env = e2e::isolated_env(base / "home");
+    o.env["GIT_CONFIG_NOSYSTEM"] = "1";
+    o.env["GIT_AUTHOR_NAME"] = o.env["GIT_COMMITTER_NAME"] = "t";
+    o.env["GIT_AUTHOR_EMAIL"] = o.env["GIT_COMMITTER_EMAIL"] = "t@example.org";
+    o.cwd = ws;
+    const std::string fill =
+        "import os, secrets, errno\n"
+        "open('.git/zz', 'w').close()\n"
+        "for chunk in (65536, 4096, 1):\n"
+        "    try:\n"
+        "        with open('.fill%d' % chunk, 'wb') as f:\n"
+        "            while True: f.write(b'\\0' * chunk); f.flush()\n"
+        "    except OSError: pass\n"
+        "fails = 0\n"
+        "while fails < 3000:\n"
+        "    try: os.link('.git/zz', '.git/HEAD.dsh-confine-' + secrets.token_hex(8)); fails = 0\n"
+        "    except OSError as e:\n"
+        "        if e.errno != errno.ENOSPC: break\n"
+        "        fails += 1\n";
+    const std::string evil = "[core]\\n\\tbare = false\\n\\tworktree = .\\n\\tfsmonitor = \\\"touch " + sentinel + "; false\\\"\\n";
+    for (const std::string& breaking :
+         {std::string("mkdir -p objects refs hooks; echo 'ref: refs/heads/main' > HEAD; printf '") + evil +
+              "' > config; printf garbage > .git/HEAD",
+          std::string("mkdir -p .cd/objects .cd/refs .cd/hooks; printf '") + evil + "' > .cd/config; echo \"$PWD/.cd\" > .git/commondir"}) {
+        fs::remove_all(ws);
+        fs::create_directory(ws);
+        ASSERT_EQ(e2e::run_program({"/usr/bin/git", "init", "-q", "-b", "main", "."}, o).status, 0);
+        ASSERT_EQ(e2e::run_program({"/usr/bin/git", "commit", "-q", "--allow-empty", "-m", "one"}, o).status, 0);
+        e2e::write_file(base / "fill.py", fill);
+        const e2e::Result call = e2e::run({"--backend", "bwrap", "--mode", "workspace-write", "--workspace-root", ws, "--",
+                                           "/bin/sh", "-c", breaking + "; python3 " + (base / "fill.py")},
+                                          o);
+        EXPECT_EQ(call.status, 0) << breaking << ": " << call.err;
+        EXPECT_EQ(call.err.find("dsh-confine: error: GIT:"), std::string::npos) << breaking << ": " << call.err;
+        e2e::run_program({"/usr/bin/git", "status"}, o);
+        EXPECT_EQ(e2e::run_program({"/usr/bin/git", "rev-parse", "--absolute-git-dir"}, o).out, ws + "/.git\n") << breaking;
+        EXPECT_EQ(e2e::run_program({"/usr/bin/git", "rev-parse", "--git-common-dir"}, o).out, ".git\n") << breaking;
+        EXPECT_FALSE(exists(sentinel)) << breaking << ": the planted fsmonitor ran in the host's git";
+        fs::remove(sentinel);
+    }
+}
 
 // What the plan says: the mode, the repositories and the notes; under Landlock, the gap.
 class GitPlan : public GitProtection {};

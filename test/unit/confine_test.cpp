@@ -525,6 +525,22 @@ TEST_F(ProtectedPathsFound, MissingTargetsAreMadeWithTheirParentsAndTheReaderRea
     EXPECT_TRUE(has(plan.readOnly, bare + "/custom-hooks")) << ::testing::PrintToString(plan.readOnly);
 }
 
+// A submodule a call took out of .gitmodules is still found through its git directory, whose
+// core.worktree names its checkout (red team pass 11: 05): its .git file stays read-only.
+TEST_F(ProtectedPathsFound, ASubmoduleIsFoundByItsGitDirectoryToo) {
+    const std::string ws = tmp.dir("ws");
+    repository("ws/.git");
+    const std::string module = repository("ws/.git/modules/lib");
+    tmp.file("ws/.git/modules/lib/config", "[core]\n\tworktree = ../../../vendor/lib\n");
+    tmp.dir("ws/vendor/lib");
+    tmp.file("ws/vendor/lib/.git", "gitdir: ../../.git/modules/lib\n");
+    tmp.file("ws/.gitmodules", "");
+    const GitPlan plan = plan_git_protection({ws}, GitMode::Protect, defaults);
+    EXPECT_NE(std::find(plan.readOnly.begin(), plan.readOnly.end(), ws + "/vendor/lib/.git"), plan.readOnly.end())
+        << ::testing::PrintToString(plan.readOnly);
+    EXPECT_NE(std::find(plan.repositories.begin(), plan.repositories.end(), module), plan.repositories.end());
+}
+
 // A root with no repository in it may lie inside one (a monorepo's project), which is not looked
 // for: the plan says so, and only then.
 TEST_F(ProtectedPathsFound, ARootWithoutARepositorySaysWhatARepositoryAboveItGets) {
