@@ -477,6 +477,7 @@ void add_subcommands(CLI::App& app, Subcommands& c, const Named& wanted, const N
                 c.bs.hostsNetwork = value == "hosts";
             }, "allow, deny or hosts");
         c.stage->add_option("--proxy-fd", c.bs.proxyFd, "the socket to send the proxy its listeners over (hosts)");
+        c.stage->add_option("--checked-fd", c.bs.checkedFd, "write 'C' to fd N once the git directories are checked");
         c.stage->add_flag("--landlock-scope", c.bs.landlockScope,
                           "apply Landlock's scopes: signals, and abstract Unix sockets with the network denied");
         c.stage->prefix_command();

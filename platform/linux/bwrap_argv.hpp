@@ -49,6 +49,10 @@ struct StageRequest {
     // `dsh-confine net-proxy`, inserts as `--proxy-fd N`: its number is known only then).
     bool hostsNetwork = false;
     int proxyFd = -1;
+    // With git directories to check: a pipe the stage writes 'C' to once it has checked them all,
+    // which dsh-confine, in front of bubblewrap on the exec path, inserts as `--checked-fd N`
+    // (git_front.hpp): then it need not check again.
+    int checkedFd = -1;
     // Apply Landlock's scopes (ABI 6) last: the command then signals only its own processes
     // (kill(0, ...) reaches the caller's process group across the PID namespace otherwise), and,
     // with the network denied, reaches no abstract Unix socket outside. The plan relies on it:

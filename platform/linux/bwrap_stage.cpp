@@ -363,6 +363,7 @@ int hold_and_check(const linux_runner::Launch& launch, const std::vector<git_che
         if (done < 0 && errno != EINTR) break;
     }
     git_check::restore_and_say(checks);
+    if (request.checkedFd >= 0) (void)!write(request.checkedFd, "C", 1);
     linux_runner::end_as(status);
 }
 
@@ -371,6 +372,7 @@ int hold_and_check(const linux_runner::Launch& launch, const std::vector<git_che
 int run_stage(const StageRequest& request, const std::vector<std::string>& argv) {
     if (argv.empty()) return fail("no command to run");
     if (request.statusFd >= 0) fcntl(request.statusFd, F_SETFD, FD_CLOEXEC);
+    if (request.checkedFd >= 0) fcntl(request.checkedFd, F_SETFD, FD_CLOEXEC);
     if (request.chdir.empty() || request.chdir.front() != '/') return fail("--chdir must be an absolute path");
     if (!request.tempBind.empty() && !request.tempTmpfs.empty()) return fail("give --temp-bind or --temp-tmpfs, not both");
     std::string why;

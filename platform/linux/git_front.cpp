@@ -9,11 +9,15 @@
 #include <sstream>
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../posix/process.hpp"
 #include "../posix/supervise.hpp"
+#include "raw_syscall.hpp"
 #include "runner.hpp"
 
 namespace dsh::git_front {
@@ -42,6 +46,36 @@ constexpr int kPassedOn[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2,
 // as bubblewrap does) and those of a fault of its own.
 constexpr int kUnwatched[] = {SIGTSTP, SIGTTIN, SIGTTOU, SIGCONT, SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS, SIGABRT};
 
+// What the process that becomes bubblewrap is given (exec_bubblewrap).
+struct Start {
+    const std::vector<std::string>& argv;
+    std::vector<char*> args;
+    pid_t front;
+    int checkedWrite;
+    sigset_t mask;  // the caller's, for bubblewrap
+};
+
+// The stack of a clone that shares this memory until its execve: a few hundred bytes are used.
+constexpr std::size_t kStartStack = std::size_t{64} * 1024;
+constexpr std::size_t kGuard = 4096;
+
+// Becomes bubblewrap: system calls only (it may share the front's memory, as posix_spawn's child
+// does). It dies with the front (a front killed by SIGKILL cannot pass that on; bubblewrap's
+// own --die-with-parent then ends the sandbox), hands the stage the pipe's write end, and gets
+// the caller's signal mask back.
+__attribute__((no_sanitize("address"))) int exec_bubblewrap(void* arg) {
+    const auto* start = static_cast<const Start*>(arg);
+    linux_sys::call_with(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    if (linux_sys::call(SYS_getppid) != start->front) linux_sys::call_with(SYS_exit_group, 125);
+    if (start->checkedWrite >= 0) linux_sys::call_with(SYS_fcntl, start->checkedWrite, F_SETFD, 0);
+    linux_sys::call_with(SYS_rt_sigprocmask, SIG_SETMASK, &start->mask, nullptr, sizeof(long));
+    linux_sys::call_with(SYS_execve, start->args[0], start->args.data(), environ);
+    static const char message[] = "dsh-confine: error: RUNNER_EXEC: cannot execute bubblewrap\n";
+    linux_sys::call_with(SYS_write, 2, message, sizeof message - 1);
+    linux_sys::call_with(SYS_exit_group, 125);
+    return 125;
+}
+
 }  // namespace
 
 Backstop::Backstop(const std::vector<std::string>& gitdirs) {
@@ -52,15 +86,21 @@ Backstop::Backstop(const std::vector<std::string>& gitdirs) {
 }
 
 void Backstop::finish(const std::vector<long>& spared) const {
-    // A round waits for each sandbox's pid 1 there is now; pid 1 ends only once every process of
-    // its namespace has (the kernel kills them when it dies), so after the last round no process
-    // of the sandbox is left to write the repository.
+    // Every process of a sandbox descends from its pid 1 (an orphan there is reparented to it, or
+    // to the stage below it), and only pid 1, bubblewrap's own code, could start one once the
+    // rest are gone. So a pid 1 without children leaves none to write the repository (the usual
+    // end: the stage ended them all and checked, and pid 1, which reported its status, is
+    // exiting; waiting for that would wait for its mount namespace's teardown too, an RCU grace
+    // period). One with children is waited for: it ends only once every process of its
+    // namespace has (the kernel kills them when it dies).
     for (int round = 0; round < 64; ++round) {
         long children[512];
         const int count = posix::children_of(getpid(), children, 512);
         bool waited = false;
         for (int i = 0; i < count; ++i) {
-            if (std::find(spared.begin(), spared.end(), children[i]) != spared.end() || !below_this_namespace(children[i]))
+            long below = 0;
+            if (std::find(spared.begin(), spared.end(), children[i]) != spared.end() || !below_this_namespace(children[i]) ||
+                posix::children_of(children[i], &below, 1) == 0)
                 continue;
             while (waitpid(static_cast<pid_t>(children[i]), nullptr, 0) < 0 && errno == EINTR) {
             }
@@ -71,39 +111,63 @@ void Backstop::finish(const std::vector<long>& spared) const {
     git_check::restore_and_say(checks_);
 }
 
-void hold(const Backstop& backstop, const std::function<int()>& exec_runner) {
-    sigset_t watched, before;
+void hold(const Backstop& backstop, std::vector<std::string> argv, const Launcher& launcher) {
+    // The stage says on this pipe when it has checked: then nothing is left to check here. Its
+    // write end reaches the stage only (close-on-exec there, before the command's execve).
+    int checked[2] = {-1, -1};
+    if (pipe2(checked, O_CLOEXEC | O_NONBLOCK) == 0)
+        if (const auto stage = std::find(argv.begin(), argv.end(), "bwrap-stage"); stage != argv.end())
+            argv.insert(stage + 1, {"--checked-fd", std::to_string(checked[1])});
+    sigset_t watched;
     sigfillset(&watched);
     for (int sig : kUnwatched) sigdelset(&watched, sig);
-    sigprocmask(SIG_BLOCK, &watched, &before);
     // This process waits for bubblewrap, which a caller's ignored SIGCHLD would have reaped
-    // unseen; bubblewrap's process gets the caller's disposition back (exec_runner sets its own).
-    struct sigaction child_default {}, caller_child {};
+    // unseen; bubblewrap waits for its children too (SIGCHLD the default for it as well).
+    struct sigaction child_default {};
     child_default.sa_handler = SIG_DFL;
     sigemptyset(&child_default.sa_mask);
-    sigaction(SIGCHLD, &child_default, &caller_child);
+    sigaction(SIGCHLD, &child_default, nullptr);
     // A caller may have exec'd dsh-confine after starting processes of its own: not the call's.
     long listed[512];
     const std::vector<long> spared(listed, listed + posix::children_of(getpid(), listed, 512));
     // The sandbox's pid 1 comes here when bubblewrap ends first.
     prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-    const pid_t front = getpid();
+    Start start{argv, posix::c_argv(argv), getpid(), checked[1], {}};
+    start.args.push_back(nullptr);
     std::fflush(nullptr);
-    const pid_t runner = fork();
-    if (runner == 0) {
-        // bubblewrap dies with the front (a front killed by SIGKILL cannot pass that on), and
-        // bubblewrap's own --die-with-parent then ends the sandbox.
-        prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-        if (getppid() != front) _exit(125);
-        sigaction(SIGCHLD, &caller_child, nullptr);
-        sigprocmask(SIG_SETMASK, &before, nullptr);
-        const int status = exec_runner();
-        std::fflush(nullptr);
-        _exit(status);
+    sigprocmask(SIG_BLOCK, &watched, &start.mask);
+    // Without a launcher, bubblewrap is started as `run` starts its runner: a clone that shares
+    // this memory until its execve (no page table copied; system calls only in it), or under
+    // AddressSanitizer a forked copy. The hosts network's launcher starts the proxy first, C++
+    // that allocates: a forked copy.
+    pid_t runner = -1;
+    void* stack = MAP_FAILED;
+    if (!launcher && linux_sys::kClonesShareMemory) {
+        stack = mmap(nullptr, kStartStack + kGuard, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+        if (stack != MAP_FAILED) {
+            mprotect(stack, kGuard, PROT_NONE);
+            runner = clone(exec_bubblewrap, static_cast<char*>(stack) + kGuard + kStartStack, CLONE_VM | CLONE_VFORK | SIGCHLD,
+                           &start);
+        }
+    } else {
+        runner = fork();
+        if (runner == 0) {
+            if (!launcher) exec_bubblewrap(&start);
+            linux_sys::call_with(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+            if (getppid() != start.front) _exit(125);
+            if (checked[1] >= 0) fcntl(checked[1], F_SETFD, 0);
+            sigprocmask(SIG_SETMASK, &start.mask, nullptr);
+            const int status = launcher(argv);
+            std::fflush(nullptr);
+            _exit(status);
+        }
     }
+    const int started = errno;
+    if (stack != MAP_FAILED) munmap(stack, kStartStack + kGuard);  // the clone has executed bubblewrap, or ended
+    if (checked[1] >= 0) close(checked[1]);
     if (runner < 0) {
         std::fprintf(stderr, "dsh-confine: error: RUNNER_EXEC: cannot start bubblewrap behind dsh-confine: %s\n",
-                     std::strerror(errno));
+                     std::strerror(started));
         std::exit(125);
     }
     // Holding nothing of the call's but stderr (for the repairs' lines): a reader of the caller's
@@ -130,7 +194,9 @@ void hold(const Backstop& backstop, const std::function<int()>& exec_runner) {
         const bool passed = std::find(std::begin(kPassedOn), std::end(kPassedOn), sig) != std::end(kPassedOn);
         kill(passed ? posix::signal_target(runner, true) : runner, sig);
     }
-    backstop.finish(spared);
+    char word = 0;
+    const bool stage_checked = checked[0] >= 0 && read(checked[0], &word, 1) == 1 && word == 'C';
+    if (!stage_checked) backstop.finish(spared);
     linux_runner::end_as(status);
 }
 

@@ -35,10 +35,10 @@ public:
     // refuses the call before the command starts.
     explicit Backstop(const std::vector<std::string>& gitdirs);
 
-    // Waits until no child of this process is a sandbox's pid 1 (one in a PID namespace of its
-    // own, reparented here when bubblewrap ended first: this process must be a subreaper), but
-    // those in `spared`; then repairs what is left to repair and says so on stderr, in the
-    // stage's words.
+    // Waits until no child of this process is a sandbox's pid 1 with processes below it (one in
+    // a PID namespace of its own, reparented here when bubblewrap ended first: this process must
+    // be a subreaper), but those in `spared`; then repairs what is left to repair and says so on
+    // stderr, in the stage's words.
     void finish(const std::vector<long>& spared = {}) const;
 
 private:
@@ -46,10 +46,13 @@ private:
 };
 
 // The exec path of a plan with git directories to check: dsh-confine stays in front of
-// bubblewrap, which `exec_runner` execs in a child (returning only on failure, with the status);
-// signals sent to dsh-confine go to the stage as `run` forwards them; once bubblewrap has ended
-// and the sandbox is gone, the backstop checks, and dsh-confine ends as bubblewrap ended (its
+// bubblewrap. `argv` is the plan's (bubblewrap's, or the hosts network's launcher's, which
+// `launcher` then runs in a child: it starts the proxy and execs bubblewrap, returning only on
+// failure, with the status); the stage gets `--checked-fd` to say it has checked. Signals sent
+// to dsh-confine go to the stage as `run` forwards them; once bubblewrap has ended, the backstop
+// checks where the stage did not say it had, and dsh-confine ends as bubblewrap ended (its
 // status, or killed by its signal).
-[[noreturn]] void hold(const Backstop& backstop, const std::function<int()>& exec_runner);
+using Launcher = std::function<int(const std::vector<std::string>& argv)>;
+[[noreturn]] void hold(const Backstop& backstop, std::vector<std::string> argv, const Launcher& launcher);
 
 }  // namespace dsh::git_front

@@ -102,8 +102,15 @@ int exec_plan(const ConfinedArgv& confined, const SandboxPolicy& policy, const s
     if (confined.backend == "landlock") return landlock::exec_confined(landlock_args(confined, policy, config), argv);
     // With git directories to check at the end, dsh-confine stays in front of bubblewrap to check
     // them again whatever ends the sandbox (git_front.hpp).
-    if (!confined.git.checkedAtEnd.empty())
-        git_front::hold(git_front::Backstop(confined.git.checkedAtEnd), [&] { return exec_bwrap(confined, policy); });
+    if (!confined.git.checkedAtEnd.empty()) {
+        git_front::Launcher launcher;
+        if (confined.argv.size() > 2 && confined.argv[1] == "net-proxy")
+            launcher = [&policy](const std::vector<std::string>& plan) {
+                const auto separator = std::find(plan.begin(), plan.end(), "--");
+                return net_proxy_exec(policy.allowHosts, std::vector<std::string>(separator + 1, plan.end()));
+            };
+        git_front::hold(git_front::Backstop(confined.git.checkedAtEnd), confined.argv, launcher);
+    }
     return exec_bwrap(confined, policy);
 }
 
