@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -439,6 +440,12 @@ int supervise_and_report(const Planned& planned, const std::vector<std::string>&
     const posix::SupervisedRun outcome =
         posix::supervise(spawn_argv, options, [&](std::string_view chunk) { classifier.feed(chunk); });
     if (end_check) end_check->finish();
+    if (outcome.endedBySignal) {
+        // A signal dsh-confine would have died of: the tree is gone and checked; now as before.
+        if (proof.tempDir) platform::remove_run_temp_dir(*proof.tempDir);
+        limits.reset();
+        posix::die_of(outcome.endedBySignal);
+    }
     refused.finish();
     if (proof.tempDir) platform::remove_run_temp_dir(*proof.tempDir);
     if (!outcome.spawned) throw Error(code::RunnerExec, outcome.spawnError);

@@ -362,8 +362,9 @@ int hold_and_check(const linux_runner::Launch& launch, const std::vector<git_che
         const pid_t done = waitpid(-1, nullptr, 0);
         if (done < 0 && errno != EINTR) break;
     }
-    git_check::restore_and_say(checks);
-    if (request.checkedFd >= 0) (void)!write(request.checkedFd, "C", 1);
+    // Only a check that repaired all it found to repair is said to be done: the front, which may
+    // hold capabilities the stage dropped, tries the rest again.
+    if (git_check::restore_and_say(checks) && request.checkedFd >= 0) (void)!write(request.checkedFd, "C", 1);
     linux_runner::end_as(status);
 }
 

@@ -190,16 +190,25 @@ std::set<std::string> symlinks_at(int directory) {
 
 }  // namespace
 
+int above_stdio(int fd) {
+    if (fd < 0 || fd > 2) return fd;
+    const int moved = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    const int error = errno;
+    close(fd);
+    errno = error;
+    return moved;
+}
+
 std::optional<Recorded> record(const std::string& gitdir, std::string& why) {
     Recorded out;
     out.path = gitdir;
-    out.directory = posix::open_no_symlinks(gitdir, O_PATH | O_DIRECTORY);
+    out.directory = above_stdio(posix::open_no_symlinks(gitdir, O_PATH | O_DIRECTORY));
     if (out.directory < 0) {
         why = "the git directory " + gitdir + (errno == ELOOP ? ": a component is a symlink" : ": " + std::string(std::strerror(errno)));
         return std::nullopt;
     }
     out.headText = head_to_restore(out.directory, read_head(out.directory));
-    out.head = openat(out.directory, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
+    out.head = above_stdio(openat(out.directory, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666));
     if (out.head >= 0 && write(out.head, out.headText.data(), out.headText.size()) != static_cast<ssize_t>(out.headText.size())) {
         close(out.head);
         out.head = -1;
@@ -297,15 +306,18 @@ Restored restore(const Recorded& recorded) {
     return out;
 }
 
-void restore_and_say(const std::vector<Recorded>& checks) {
+bool restore_and_say(const std::vector<Recorded>& checks) {
     std::vector<std::string> said;
+    bool all = true;
     for (const auto& check : checks) {
         Restored restored = restore(check);
         for (auto& line : restored.repairs) said.push_back("dsh-confine: git: " + line);
         for (auto& line : restored.failures) said.push_back("dsh-confine: error: GIT: " + line);
+        all = all && restored.failures.empty();
     }
     for (const auto& line : said) std::fprintf(stderr, "%s\n", line.c_str());
     std::fflush(stderr);
+    return all;
 }
 
 }  // namespace dsh::git_check

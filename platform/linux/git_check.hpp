@@ -45,8 +45,12 @@ struct Recorded {
     bool hadBranches = false;     // the same for .git/branches, the other older place a remote is named
 };
 
+// `fd` moved above 2 where it is 0, 1 or 2 (a caller that started dsh-confine with stdin or
+// stdout closed): the stage and the front put /dev/null there later.
+int above_stdio(int fd);
+
 // Records `gitdir` (absolute, reached without symlinks): nullopt with `why` when it cannot be
-// opened. The descriptors are close-on-exec and stay open until the process ends.
+// opened. The descriptors are close-on-exec, above 2, and stay open until the process ends.
 std::optional<Recorded> record(const std::string& gitdir, std::string& why);
 
 struct Restored {
@@ -59,7 +63,7 @@ struct Restored {
 Restored restore(const Recorded& recorded);
 
 // restore() of each, every repair said on stderr (`dsh-confine: git: ...`), every failure too
-// (`dsh-confine: error: GIT: ...`).
-void restore_and_say(const std::vector<Recorded>& checks);
+// (`dsh-confine: error: GIT: ...`): true when nothing failed.
+bool restore_and_say(const std::vector<Recorded>& checks);
 
 }  // namespace dsh::git_check

@@ -43,8 +43,9 @@ bool below_this_namespace(long pid) {
 constexpr int kPassedOn[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
 
 // Not watched: the job-control signals (the front stops and continues with the terminal's job,
-// as bubblewrap does) and those of a fault of its own.
-constexpr int kUnwatched[] = {SIGTSTP, SIGTTIN, SIGTTOU, SIGCONT, SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGSYS, SIGABRT};
+// as bubblewrap does). A fault of its own still ends it (the kernel delivers those blocked or
+// not); one sent with kill(2) is passed on to bubblewrap as any other.
+constexpr int kUnwatched[] = {SIGTSTP, SIGTTIN, SIGTTOU, SIGCONT};
 
 // What the process that becomes bubblewrap is given (exec_bubblewrap).
 struct Start {
@@ -115,7 +116,11 @@ void hold(const Backstop& backstop, std::vector<std::string> argv, const Launche
     // The stage says on this pipe when it has checked: then nothing is left to check here. Its
     // write end reaches the stage only (close-on-exec there, before the command's execve).
     int checked[2] = {-1, -1};
-    if (pipe2(checked, O_CLOEXEC | O_NONBLOCK) == 0)
+    if (pipe2(checked, O_CLOEXEC | O_NONBLOCK) == 0) {
+        checked[0] = git_check::above_stdio(checked[0]);  // dup2 puts /dev/null on 0 and 1 below
+        checked[1] = git_check::above_stdio(checked[1]);
+    }
+    if (checked[0] >= 0 && checked[1] >= 0)
         if (const auto stage = std::find(argv.begin(), argv.end(), "bwrap-stage"); stage != argv.end())
             argv.insert(stage + 1, {"--checked-fd", std::to_string(checked[1])});
     sigset_t watched;
@@ -136,6 +141,10 @@ void hold(const Backstop& backstop, std::vector<std::string> argv, const Launche
     start.args.push_back(nullptr);
     std::fflush(nullptr);
     sigprocmask(SIG_BLOCK, &watched, &start.mask);
+    // The C library's sigset leaves out the two signals it keeps for its threads (32 and 33),
+    // whose default action ends a process: blocked too, by the kernel's own mask.
+    const unsigned long internal = (1UL << (32 - 1)) | (1UL << (33 - 1));
+    linux_sys::call_with(SYS_rt_sigprocmask, SIG_BLOCK, &internal, nullptr, sizeof internal);
     // Without a launcher, bubblewrap is started as `run` starts its runner: a clone that shares
     // this memory until its execve (no page table copied; system calls only in it), or under
     // AddressSanitizer a forked copy. The hosts network's launcher starts the proxy first, C++

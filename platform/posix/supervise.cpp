@@ -44,6 +44,14 @@ namespace {
 char g_err_buffer[65536];
 
 constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
+#if defined(__linux__)
+// The other signals below 32 that would end dsh-confine as they found it (their default action),
+// and the real-time ones (SignalWatch::start): it ends the tree on one instead, so that what is
+// checked at the end is checked (bubblewrap's git directories), then dies of it
+// (SupervisedRun::endedBySignal).
+constexpr int kEnding[] = {SIGALRM, SIGSTKFLT, SIGXCPU, SIGXFSZ, SIGVTALRM, SIGPROF, SIGIO, SIGPWR,
+                           SIGSYS,  SIGILL,    SIGTRAP, SIGABRT, SIGBUS,    SIGFPE,  SIGSEGV};
+#endif
 #if !defined(__linux__)
 constexpr std::size_t kForwardedCount = sizeof kForwarded / sizeof kForwarded[0];
 #endif
@@ -221,7 +229,12 @@ void open_sigchld(const sigset_t& previous) {
 void block_all_signals() {
     sigset_t all;
     sigfillset(&all);
+#if defined(__linux__)
+    all.__val[0] = ~0UL;  // 32 and 33 too, which the C library's sigset functions leave out
+    linux_sys::call_with(SYS_rt_sigprocmask, SIG_SETMASK, &all, nullptr, sizeof all.__val[0]);
+#else
     sigprocmask(SIG_SETMASK, &all, nullptr);
+#endif
 }
 
 // How dsh-confine watches the signals while the command runs. It forwards those a process sent
@@ -253,6 +266,24 @@ public:
             if (!sigismember(&caller_.mask, sig)) sigaddset(&watched, sig);
         }
         if (children) sigaddset(&held_, SIGCHLD), sigaddset(&watched, SIGCHLD);
+        // Those the caller left to their default action and did not block (a fault of this
+        // process's own is still delivered: the kernel forces it).
+        // The real-time signals too (32 to 64), whose default action ends a process: in the
+        // kernel's word of the sets, as the C library's sigset functions leave out 32 and 33
+        // (its own, default here: this process starts no thread).
+        const auto left_to_default = [&](int sig) {
+            if (caller_.mask.__val[0] & (1UL << (sig - 1))) return false;
+            if (sig < SIGRTMIN && sig >= 32) return true;
+            struct sigaction now {};
+            return sigaction(sig, nullptr, &now) == 0 && (now.sa_flags & SA_SIGINFO) == 0 && now.sa_handler == SIG_DFL;
+        };
+        std::vector<int> ending(std::begin(kEnding), std::end(kEnding));
+        for (int sig = 32; sig <= 64; ++sig) ending.push_back(sig);
+        for (int sig : ending) {
+            if (!left_to_default(sig)) continue;
+            for (sigset_t* set : {&blocked, &held_, &watched}) set->__val[0] |= 1UL << (sig - 1);
+        }
+        linux_sys::call_with(SYS_rt_sigprocmask, SIG_BLOCK, &blocked, nullptr, sizeof blocked.__val[0]);
         fd_ = signalfd(-1, &watched, SFD_CLOEXEC | SFD_NONBLOCK);
         if (fd_ < 0) {
             const int error = errno;
@@ -275,22 +306,26 @@ public:
     }
     const CallerSignals& caller() const { return caller_; }
     void hold() const { block_all_signals(); }
-    void release() const { sigprocmask(SIG_SETMASK, &held_, nullptr); }
+    void release() const { linux_sys::call_with(SYS_rt_sigprocmask, SIG_SETMASK, &held_, nullptr, sizeof held_.__val[0]); }
     int fd() const { return fd_; }
     int other_fd() const { return -1; }
     // What arrived since: the forwarded signals a process sent (bit N: signal N), and `child` set
     // when a child may have ended.
-    unsigned take(bool& child) const {
+    unsigned take(bool& child) {
         unsigned pending = 0;
         signalfd_siginfo info[8];
         ssize_t n = 0;
         while ((n = read(fd_, info, sizeof info)) > 0)
             for (std::size_t i = 0; i < static_cast<std::size_t>(n) / sizeof info[0]; ++i) {
-                if (info[i].ssi_signo == SIGCHLD) child = true;
-                else if (info[i].ssi_code != SI_KERNEL) pending |= 1U << info[i].ssi_signo;
+                const int sig = static_cast<int>(info[i].ssi_signo);
+                if (sig == SIGCHLD) child = true;
+                else if (std::find(std::begin(kForwarded), std::end(kForwarded), sig) == std::end(kForwarded)) ending_ = ending_ ? ending_ : sig;
+                else if (info[i].ssi_code != SI_KERNEL) pending |= 1U << sig;
             }
         return pending;
     }
+    // The first of kEnding that arrived, or 0.
+    int ending() const { return ending_; }
     // The caller's state back. What arrived and was not forwarded is dropped, as a handler
     // would have dropped it; SIGPIPE stays ignored (what the caller does next, the report and
     // its last stderr line, must not die of a reader that went away either).
@@ -307,6 +342,7 @@ private:
     CallerSignals caller_{};
     sigset_t held_{};  // the mask while dsh-confine watches
     int fd_ = -1;
+    int ending_ = 0;
 };
 #else
 // Elsewhere (macOS) a handler notes each watched signal and wakes the loop through a pipe.
@@ -338,6 +374,7 @@ public:
     void release() const { open_sigchld(caller_.mask); }  // SIGCHLD open until the end
     int fd() const { return g_wake[0]; }
     int other_fd() const { return g_wake[1]; }
+    int ending() const { return 0; }
     unsigned take(bool& child) const {
         drain(g_wake[0]);
         child = true;
@@ -1071,6 +1108,12 @@ SupervisedRun supervise(std::vector<std::string> argv, const SuperviseOptions& o
             bool child = false;
             const unsigned pending = signals.take(child);
             if (child) reap_runner();
+            // Ended as dsh-confine's death would have ended it (the sandbox at once), but with
+            // what checks its end given its moment (kill_tree spares the stage first).
+            if (signals.ending() && run.endedBySignal == 0 && !tree_done) {
+                run.endedBySignal = signals.ending();
+                kill_tree();
+            }
             if (pending) {
                 if (command < 0) read_pid();
                 const pid_t target = signal_target(command > 0 ? command : pid, options.commandIsGrandchild);
@@ -1125,6 +1168,30 @@ SupervisedRun supervise(std::vector<std::string> argv, const SuperviseOptions& o
     run.execFailed = options.proof == StartProof::ExecMarker && status == "SF";
     if (options.timed) run.durationMs = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - began).count();
     return run;
+}
+
+void die_of(int sig) {
+    const rlimit no_core{0, 0};
+    setrlimit(RLIMIT_CORE, &no_core);
+    struct sigaction fallback {};
+    fallback.sa_handler = SIG_DFL;
+    sigemptyset(&fallback.sa_mask);
+    sigaction(sig, &fallback, nullptr);
+#if defined(__linux__)
+    // By the kernel's word of the mask: the C library's sigset functions leave out 32 and 33.
+    sigset_t only;
+    sigemptyset(&only);
+    only.__val[0] = 1UL << (sig - 1);
+    linux_sys::call_with(SYS_rt_sigprocmask, SIG_UNBLOCK, &only, nullptr, sizeof only.__val[0]);
+    linux_sys::call_with(SYS_kill, linux_sys::call(SYS_getpid), sig);
+#else
+    sigset_t only;
+    sigemptyset(&only);
+    sigaddset(&only, sig);
+    sigprocmask(SIG_UNBLOCK, &only, nullptr);
+    raise(sig);
+#endif
+    _exit(128 + sig);
 }
 
 }  // namespace dsh::posix

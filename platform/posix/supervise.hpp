@@ -54,6 +54,10 @@ struct SupervisedRun {
     TreeEnd ended = TreeEnd::ByItself;
     bool merged = false;            // stdout and stderr were one open file: passed through as one stream
     long long durationMs = 0;  // with SuperviseOptions::timed
+    // A signal that would have ended dsh-confine (Linux: one it neither forwards nor leaves to
+    // the caller's disposition, from a process): the tree was ended for it, with what checks its
+    // end (the stage's git check); the caller is to die of it once it has done its own.
+    int endedBySignal = 0;
 };
 
 // How the runner is started and what it offers.
@@ -128,6 +132,9 @@ struct SuperviseOptions {
 // stderr that goes away ends the passthrough, not dsh-confine.
 SupervisedRun supervise(std::vector<std::string> argv, const SuperviseOptions& options,
                         const std::function<void(std::string_view)>& on_stderr);
+
+// Ends this process as signal `sig` would (no core dump), or with 128 + `sig` where it cannot.
+[[noreturn]] void die_of(int sig);
 
 #if !defined(_WIN32)
 // The process a forwarded signal is for: the runner, or under bubblewrap (`grandchild`) the

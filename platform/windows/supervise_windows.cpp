@@ -6,6 +6,7 @@
 #include "../posix/supervise.hpp"
 
 #include <chrono>
+#include <cstdlib>
 
 #include "win32.hpp"
 
@@ -68,5 +69,7 @@ SupervisedRun supervise(std::vector<std::string> argv, const SuperviseOptions& /
     run.durationMs = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - began).count();
     return run;
 }
+
+void die_of(int sig) { std::_Exit(128 + sig); }
 
 }  // namespace dsh::posix

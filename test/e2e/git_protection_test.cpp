@@ -577,7 +577,8 @@ class GitSignals : public GitProtection {
 protected:
     // The call, started by sh as `start` (its pid in $p), ended by `end` once the command has
     // broken the repository; sh prints the call's status.
-    e2e::Result ended(const std::string& start, const std::string& end, const std::string& after = "") const {
+    e2e::Result ended(const std::string& start, const std::string& end, const std::string& after = "",
+                      const std::string& redirect = "") const {
         const std::string ready = ws + "/sub/ready";
         const std::string command =
             "mkdir -p objects refs/heads; echo 'ref: refs/heads/main' > HEAD; "
@@ -586,7 +587,7 @@ protected:
         const std::string call = std::string(e2e::binary()) + (form == Form::Run ? " run" : "") +
                                  " --backend bwrap --mode workspace-write --workspace-root " + ws + " -- /bin/sh -c \"" +
                                  command + "\"";
-        const std::string script = start + " " + call + " & p=$!; "
+        const std::string script = start + " " + call + " " + redirect + " & p=$!; "
                                    "i=0; while [ ! -e " + ready + " ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; " +
                                    end + "; wait $p; echo $?";
         return e2e::run_program({"/bin/sh", "-c", script}, options(ws));
@@ -604,6 +605,21 @@ TEST_P(GitSignals, ACallEndedFromOutsideStillLeavesTheRepositoryValid) {
         expect_git_untouched(std::string("a process group's SIG") + sig);
         for (const char* name : {"objects", "refs", "HEAD", "config", "sub/ready"}) fs::remove_all(ws + "/" + name);
     }
+    // Signals neither dsh-confine nor `run` passes on, sent to it alone (red team pass 13: 02): a
+    // fault's (SIGABRT, as a watchdog sends it), a timer's, a real-time one. The call ends as it
+    // would have, once the repository is checked.
+    for (const auto& [sig, number] : {std::pair<const char*, int>{"ABRT", SIGABRT}, {"ALRM", SIGALRM}, {"40", 40}}) {
+        const e2e::Result other = ended("", std::string("kill -") + sig + " $p");
+        EXPECT_EQ(other.out, std::to_string(128 + number) + "\n") << sig << ": " << other.err;
+        expect_git_untouched(std::string("signal ") + sig);
+        for (const char* name : {"objects", "refs", "HEAD", "config", "sub/ready"}) fs::remove_all(ws + "/" + name);
+    }
+    // Started with stdin and stdout closed (red team pass 13: 03): the descriptors the check
+    // records are not the ones /dev/null is put on.
+    const e2e::Result closed = ended("", "kill -TERM $p", "", "<&- >&-");
+    EXPECT_NE(closed.err.find("dsh-confine: git: restored"), std::string::npos) << closed.err;
+    expect_git_untouched("stdin and stdout closed");
+    for (const char* name : {"objects", "refs", "HEAD", "config", "sub/ready"}) fs::remove_all(ws + "/" + name);
     // The stage dies at once with bubblewrap: dsh-confine repairs, and says so.
     const e2e::Result killed = ended("", "kill -KILL $(cat /proc/$p/task/$p/children)");
     EXPECT_EQ(killed.out, "137\n") << killed.err;
