@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cctype>
 #include <filesystem>
 #include <fstream>
@@ -77,7 +78,9 @@ std::vector<ConfigEntry> read_git_config(const fs::path& file) {
     std::error_code ec;
     if (!fs::is_regular_file(fs::status(file, ec)) || fs::file_size(file, ec) > kMaxConfigBytes) return out;
     std::ifstream in(file, std::ios::binary);
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // Git reads a CR before a LF as nothing: a backslash before CRLF continues a line.
+    for (std::size_t cr = text.find("\r\n"); cr != std::string::npos; cr = text.find("\r\n", cr)) text.erase(cr, 1);
     std::size_t at = text.rfind("\xef\xbb\xbf", 0) == 0 ? 3 : 0;  // a UTF-8 byte order mark, which git skips
     std::string section, subsection;
     const auto blank = [&] { return at < text.size() && (text[at] == ' ' || text[at] == '\t' || text[at] == '\r'); };
@@ -128,7 +131,7 @@ std::vector<ConfigEntry> read_git_config(const fs::path& file) {
             ++at;
             value.clear();
             bool quoted = false;
-            std::string pending_space;
+            std::size_t pending_space = 0;  // unquoted whitespace inside the value: one space each, as git keeps it
             while (blank()) ++at;
             while (at < text.size()) {
                 const char v = text[at];
@@ -140,17 +143,18 @@ std::vector<ConfigEntry> read_git_config(const fs::path& file) {
                 ++at;
                 if (v == ' ' || v == '\t' || v == '\r') {
                     if (quoted) value += v;
-                    else pending_space += v;
+                    else if (!value.empty()) ++pending_space;
                     continue;
                 }
-                if (!pending_space.empty() && !value.empty()) value += pending_space;
-                pending_space.clear();
+                value.append(pending_space, ' ');
+                pending_space = 0;
                 if (v == '"') {
                     quoted = !quoted;
                 } else if (v == '\\') {
                     if (at >= text.size()) break;
                     const char e = text[at++];
                     if (e == '\n') continue;  // a continuation line
+                    if (e != 'n' && e != 't' && e != 'b' && e != '"' && e != '\\') return out;  // git refuses the file
                     value += e == 'n' ? '\n' : e == 't' ? '\t' : e == 'b' ? '\b' : e;
                 } else if (v == '\n') {
                     return out;  // a newline inside quotes: git refuses the file
@@ -273,26 +277,44 @@ private:
     };
     std::optional<Resolved> resolve(const fs::path& lexical) {
         std::error_code ec;
-        const fs::path relative = lexical.relative_path();
-        const std::vector<fs::path> parts(relative.begin(), relative.end());
+        // Still to walk, the next last: a symlink's own components take its place, one link at a
+        // time, so each link of a chain is kept in place (the kernel's limit: 40 links).
+        std::vector<fs::path> pending;
+        push_parts(pending, lexical.relative_path());
         fs::path real = "/";
-        for (std::size_t i = 0; i < parts.size(); ++i) {
-            const fs::path candidate = real / parts[i];
+        int links = 0;
+        while (!pending.empty()) {
+            const fs::path part = pending.back();
+            pending.pop_back();
+            if (part == "..") {
+                keep(real.string());  // left by `..`: not on the way to what is named
+                real = real.parent_path();
+                continue;
+            }
+            const fs::path candidate = real / part;
             const fs::file_status status = fs::symlink_status(candidate, ec);
             if (ec || !fs::exists(status)) {
-                if (i + 1 != parts.size()) return std::nullopt;  // only the last component may be missing
+                if (!pending.empty()) return std::nullopt;  // only the last component may be missing
                 return Resolved{candidate.string(), false};
             }
             if (fs::is_symlink(status)) {
+                const fs::path target = fs::read_symlink(candidate, ec);
+                if (ec || ++links > 40) return std::nullopt;
                 keep(candidate.string());
-                const fs::path target = fs::canonical(candidate, ec);
-                if (ec) return std::nullopt;
-                real = target;
-            } else {
-                real = candidate;
+                if (target.is_absolute()) real = "/";
+                push_parts(pending, target.relative_path());
+                continue;
             }
+            real = candidate;
         }
         return Resolved{real.string(), true};
+    }
+    // `path`'s components onto `pending`, the first last (walked first).
+    static void push_parts(std::vector<fs::path>& pending, const fs::path& path) {
+        std::vector<fs::path> parts;
+        for (const auto& part : path)
+            if (!part.empty() && part != ".") parts.push_back(part);
+        pending.insert(pending.end(), parts.rbegin(), parts.rend());
     }
 
     void keep(const std::string& path) {
@@ -302,12 +324,8 @@ private:
         if (auto r = resolve(path); r && r->exists && inside_roots(r->path)) plan_.readOnly.push_back(r->path);
     }
     // Read-only, and made first where missing (git's own layout: only its parent must exist).
-    // With `parents`, a path whose parents are missing too is made with them, each directory
-    // read-only (a hooks directory or an included file git would read must stay where it is),
-    // up to kMaxMadeParents of them: a deeper one is a bound reached, named in the plan.
-    void made(const fs::path& path, bool directory, bool parents = false) {
+    void made(const fs::path& path, bool directory) {
         auto r = resolve(path);
-        if (!r && parents) made_with_parents(path, directory);
         if (!r || !inside_roots(r->path)) return;
         if (r->exists) {
             plan_.readOnly.push_back(r->path);
@@ -317,32 +335,59 @@ private:
         if (!fs::is_directory(fs::path(r->path).parent_path(), ec)) return;
         (directory ? plan_.madeDirectories : plan_.madeFiles).push_back(r->path);
     }
-    void made_with_parents(const fs::path& path, bool directory) {
-        constexpr std::size_t kMaxMadeParents = 64;
-        std::vector<fs::path> names;  // below the nearest ancestor that exists, innermost first
-        fs::path at = path;
-        std::optional<Resolved> base;
-        while (at.has_relative_path()) {
-            if (names.size() >= kMaxMadeParents) {
-                if (inside_roots(path.string()))
-                    bounded("more than " + std::to_string(kMaxMadeParents) + " missing directories on the way to " + path.string());
-                return;
-            }
-            names.push_back(at.filename());
-            at = at.parent_path();
-            base = resolve(at);
-            if (base && base->exists) break;
-            base.reset();
-        }
+
+    // What a path in a config names, as git reaches it: from `base`, each component of `path` in
+    // turn, a `..` taken after what came before it (the kernel resolves it so, past any symlink
+    // before it). Each symlink on the way is kept in place, as is each directory the walk leaves
+    // by `..` (it is not on the way to the target, and a symlink put there would send git
+    // elsewhere); a missing directory is made, read-only (up to kMaxMade: more is a bound reached,
+    // named in the plan), and the target is kept read-only, or made so where missing. Returns
+    // the target's real path where it exists.
+    std::optional<fs::path> made_along(const fs::path& base, const fs::path& path, bool directory) {
+        constexpr std::size_t kMaxMade = 64;
         std::error_code ec;
-        if (!base || !inside_roots(base->path) || !fs::is_directory(base->path, ec)) return;
-        fs::path made_path = base->path;
-        for (auto name = names.rbegin(); name != names.rend(); ++name) {
-            made_path /= *name;
-            if (!inside_roots(made_path.string())) return;
-            (directory || name + 1 != names.rend() ? plan_.madeDirectories : plan_.madeFiles).push_back(made_path.string());
+        std::vector<fs::path> pending;
+        push_parts(pending, path);
+        fs::path real = base;
+        std::size_t made_count = 0;
+        int links = 0;
+        while (!pending.empty()) {
+            const fs::path part = pending.back();
+            pending.pop_back();
+            const bool last = pending.empty();
+            if (part == "..") {
+                keep(real.string());
+                real = real.parent_path();
+                continue;
+            }
+            const fs::path next = real / part;
+            const fs::file_status status = fs::symlink_status(next, ec);
+            if (!ec && fs::is_symlink(status)) {
+                // Each link of a chain kept in place, its target walked in its place.
+                const fs::path target = fs::read_symlink(next, ec);
+                if (ec || ++links > 40) return std::nullopt;
+                keep(next.string());
+                if (target.is_absolute()) real = "/";
+                push_parts(pending, target.relative_path());
+                continue;
+            }
+            if (!ec && fs::exists(status)) {
+                real = next;
+                if (last && inside_roots(real.string())) plan_.readOnly.push_back(real.string());
+                continue;
+            }
+            if (!inside_roots(next.string())) return std::nullopt;
+            if (++made_count > kMaxMade) {
+                bounded("more than " + std::to_string(kMaxMade) + " missing directories on the way to " + (base / path).string());
+                return std::nullopt;
+            }
+            (last && !directory ? plan_.madeFiles : plan_.madeDirectories).push_back(next.string());
+            real = next;
         }
+        if (made_count > 0) return std::nullopt;
+        return real;
     }
+
     void kept_directory(const fs::path& path) {
         std::error_code ec;
         if (auto r = resolve(path); r && r->exists && fs::is_directory(r->path, ec) && inside_roots(r->path))
@@ -373,16 +418,28 @@ private:
             const bool hooks = entry.section == "core" && entry.subsection.empty() && entry.key == "hookspath";
             const bool include = (entry.section == "include" || entry.section == "includeif") && entry.key == "path";
             if ((!hooks && !include) || entry.value.empty()) continue;
-            fs::path target = entry.value;
-            if (entry.value.rfind("~/", 0) == 0) continue;  // the home directory: outside the workspace by the rules for roots
-            if (target.is_relative()) target = (hooks ? hooks_base : config.parent_path()) / target;
-            target = target.lexically_normal();
-            made(target, hooks, true);
+            // As git interpolates a path: `~/` is the home directory (the caller's: a workspace
+            // inside it is named so), `~USER/` another user's, `%(prefix)/` git's own.
+            std::string value = entry.value;
+            if (value.rfind("%(prefix)/", 0) == 0) continue;
+            if (value == "~" || value.rfind("~/", 0) == 0) {
+                const char* home = std::getenv("HOME");
+                if (home == nullptr || *home != '/') continue;  // git cannot expand it either
+                value = home + value.substr(1);
+            } else if (value.front() == '~') {
+                if (!named_users_) plan_.notes.push_back("git: a hooks path or include written ~USER/ in the config is not "
+                                                         "looked up, nor protected where it names the workspace");
+                named_users_ = true;
+                continue;
+            }
+            const fs::path written = value;
+            const fs::path base = written.is_absolute() ? fs::path("/") : hooks ? hooks_base : config.parent_path();
+            const std::optional<fs::path> target = made_along(base, written.relative_path(), hooks);
             // Each included file read once, and so many at most: a file that includes itself a
             // thousand times (git stops at its depth) costs one read.
-            if (include && depth < kMaxIncludeDepth && included_.size() < kMaxIncludedFiles &&
-                fs::is_regular_file(target, ec) && included_.insert(fs::weakly_canonical(target, ec).string()).second)
-                config_targets(target, hooks_base, depth + 1);
+            if (include && target && depth < kMaxIncludeDepth && included_.size() < kMaxIncludedFiles &&
+                fs::is_regular_file(*target, ec) && included_.insert(target->string()).second)
+                config_targets(*target, hooks_base, depth + 1);
         }
     }
 
@@ -551,6 +608,7 @@ private:
     std::set<std::string> checkouts_;       // linked worktrees' checkouts, each looked at once
     std::set<std::string> included_;        // the included config files read (config_targets)
     std::set<std::string> submodule_checkouts_;  // submodules' checkouts, each looked at once
+    bool named_users_ = false;                   // the note on ~USER/ paths given
     static constexpr std::size_t kMaxIncludedFiles = 64;
 };
 

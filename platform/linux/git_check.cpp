@@ -148,8 +148,10 @@ constexpr std::size_t kMaxLinkEntries = 65536;
 // directories below it), `path` relative to the git directory. Every directory is opened relative
 // to its parent without following a symlink: the walk never leaves the git directory. It
 // closes `fd`.
+// `budget` counts the entries looked at; one left unlooked at (the budget spent, or a directory
+// deeper than kMaxLinkDepth) makes `whole` false.
 template <typename Found>
-void each_symlink(int fd, const std::string& prefix, bool deep, int depth, std::size_t& budget, const Found& found) {
+void each_symlink(int fd, const std::string& prefix, bool deep, int depth, std::size_t& budget, bool& whole, const Found& found) {
     DIR* entries = fdopendir(fd);
     if (!entries) {
         close(fd);
@@ -158,28 +160,39 @@ void each_symlink(int fd, const std::string& prefix, bool deep, int depth, std::
     std::vector<std::string> below;
     while (dirent* entry = readdir(entries)) {
         const std::string name = entry->d_name;
-        if (name == "." || name == ".." || budget == 0) continue;
+        if (name == "." || name == "..") continue;
+        if (budget == 0) {
+            whole = false;
+            continue;
+        }
         --budget;
         struct stat st {};
         if (fstatat(dirfd(entries), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
         if (S_ISLNK(st.st_mode)) found(dirfd(entries), name, prefix + name);
-        else if (deep && S_ISDIR(st.st_mode) && depth < kMaxLinkDepth) below.push_back(name);
+        else if (deep && S_ISDIR(st.st_mode)) {
+            if (depth < kMaxLinkDepth) below.push_back(name);
+            else whole = false;
+        }
     }
     for (const auto& name : below) {
         const int child = openat(dirfd(entries), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (child >= 0) each_symlink(child, prefix + name + "/", deep, depth + 1, budget, found);
+        if (child >= 0) each_symlink(child, prefix + name + "/", deep, depth + 1, budget, whole, found);
     }
     closedir(entries);
 }
 
+// False when some entry was left unlooked at (each_symlink's bounds).
 template <typename Found>
-void each_planted_place_link(int directory, const Found& found) {
+bool each_planted_place_link(int directory, const Found& found) {
     std::size_t budget = kMaxLinkEntries;
+    bool whole = true;
     for (const LinkPlace& place : kLinkPlaces) {
         const int fd = place.name[0] == '\0' ? openat(directory, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
                                              : openat(directory, place.name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd >= 0) each_symlink(fd, place.name[0] == '\0' ? std::string() : std::string(place.name) + "/", place.deep, 0, budget, found);
+        if (fd >= 0)
+            each_symlink(fd, place.name[0] == '\0' ? std::string() : std::string(place.name) + "/", place.deep, 0, budget, whole, found);
     }
+    return whole;
 }
 
 std::set<std::string> symlinks_at(int directory) {
@@ -254,13 +267,50 @@ Restored restore(const Recorded& recorded) {
             failed("remove " + where + "/" + older + ", which the command made");
     }
     // Removed relative to the directory that holds each: no name on the way is followed.
-    each_planted_place_link(recorded.directory, [&](int parent, const std::string& name, const std::string& path) {
+    const bool whole = each_planted_place_link(recorded.directory, [&](int parent, const std::string& name, const std::string& path) {
         if (recorded.links.count(path) != 0) return;
         if (unlinkat(parent, name.c_str(), 0) == 0)
             out.repairs.push_back("removed the symlink " + where + "/" + path + ", which the command planted");
         else
             failed("remove the symlink " + where + "/" + path + ", which the command planted");
     });
+    // The reflog the next commit appends to, whatever the walk's bounds: HEAD's branch's, each
+    // component reached without following a symlink, a planted one on the way removed.
+    if (const Head head = read_head(recorded.directory); valid(head) && !head.symlink && head.content.rfind("ref:", 0) == 0) {
+        std::string ref = head.content.substr(4);
+        ref.erase(0, ref.find_first_not_of(" \t"));
+        ref.erase(ref.find_last_not_of(" \t\r\n") + 1);
+        int at = fcntl(recorded.directory, F_DUPFD_CLOEXEC, 3);
+        std::string path = "logs";
+        std::string rest = ref;
+        for (std::string name = "logs"; at >= 0 && !name.empty();) {
+            struct stat entry {};
+            if (fstatat(at, name.c_str(), &entry, AT_SYMLINK_NOFOLLOW) != 0) break;
+            if (S_ISLNK(entry.st_mode)) {
+                if (recorded.links.count(path) == 0) {
+                    if (unlinkat(at, name.c_str(), 0) == 0)
+                        out.repairs.push_back("removed the symlink " + where + "/" + path + ", which the command planted");
+                    else
+                        failed("remove the symlink " + where + "/" + path + ", which the command planted");
+                }
+                break;
+            }
+            if (!S_ISDIR(entry.st_mode) || rest.empty()) break;
+            const int next = openat(at, name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            close(at);
+            at = next;
+            const std::size_t slash = rest.find('/');
+            name = rest.substr(0, slash);
+            rest = slash == std::string::npos ? std::string() : rest.substr(slash + 1);
+            path += "/" + name;
+        }
+        if (at >= 0) close(at);
+    }
+    if (!whole) {
+        errno = E2BIG;
+        failed("look for planted symlinks in all of " + where + "/logs (more than " + std::to_string(kMaxLinkEntries) +
+               " entries, or deeper than " + std::to_string(kMaxLinkDepth) + " levels)");
+    }
     if (!valid(read_head(recorded.directory))) {
         const std::string name = random_name("HEAD");
         bool linked = false;

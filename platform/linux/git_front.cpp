@@ -49,8 +49,7 @@ constexpr int kUnwatched[] = {SIGTSTP, SIGTTIN, SIGTTOU, SIGCONT};
 
 // What the process that becomes bubblewrap is given (exec_bubblewrap).
 struct Start {
-    const std::vector<std::string>& argv;
-    std::vector<char*> args;
+    std::vector<char*> args;  // bubblewrap's argv, null-terminated
     pid_t front;
     int checkedWrite;
     sigset_t mask;  // the caller's, for bubblewrap
@@ -126,6 +125,8 @@ void hold(const Backstop& backstop, std::vector<std::string> argv, const Launche
     sigset_t watched;
     sigfillset(&watched);
     for (int sig : kUnwatched) sigdelset(&watched, sig);
+    // 32 and 33 too, which the C library's sigset functions leave out: by the kernel's word.
+    watched.__val[0] |= (1UL << (32 - 1)) | (1UL << (33 - 1));
     // This process waits for bubblewrap, which a caller's ignored SIGCHLD would have reaped
     // unseen; bubblewrap waits for its children too (SIGCHLD the default for it as well).
     struct sigaction child_default {};
@@ -137,14 +138,10 @@ void hold(const Backstop& backstop, std::vector<std::string> argv, const Launche
     const std::vector<long> spared(listed, listed + posix::children_of(getpid(), listed, 512));
     // The sandbox's pid 1 comes here when bubblewrap ends first.
     prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-    Start start{argv, posix::c_argv(argv), getpid(), checked[1], {}};
-    start.args.push_back(nullptr);
+    Start start{posix::c_argv(argv), getpid(), checked[1], {}};
     std::fflush(nullptr);
-    sigprocmask(SIG_BLOCK, &watched, &start.mask);
-    // The C library's sigset leaves out the two signals it keeps for its threads (32 and 33),
-    // whose default action ends a process: blocked too, by the kernel's own mask.
-    const unsigned long internal = (1UL << (32 - 1)) | (1UL << (33 - 1));
-    linux_sys::call_with(SYS_rt_sigprocmask, SIG_BLOCK, &internal, nullptr, sizeof internal);
+    sigemptyset(&start.mask);
+    linux_sys::call_with(SYS_rt_sigprocmask, SIG_BLOCK, &watched, &start.mask, sizeof watched.__val[0]);
     // Without a launcher, bubblewrap is started as `run` starts its runner: a clone that shares
     // this memory until its execve (no page table copied; system calls only in it), or under
     // AddressSanitizer a forked copy. The hosts network's launcher starts the proxy first, C++
@@ -189,7 +186,7 @@ void hold(const Backstop& backstop, std::vector<std::string> argv, const Launche
     int status = 0;
     for (;;) {
         siginfo_t info{};
-        const int sig = sigwaitinfo(&watched, &info);
+        const long sig = linux_sys::call_with(SYS_rt_sigtimedwait, &watched, &info, nullptr, sizeof watched.__val[0]);
         if (sig < 0) continue;
         if (sig == SIGCHLD) {
             if (waitpid(runner, &status, WNOHANG) == runner) break;
@@ -201,12 +198,13 @@ void hold(const Backstop& backstop, std::vector<std::string> argv, const Launche
         // Those `run` forwards go to the stage, which passes them on to the command; any other
         // goes to bubblewrap, as it did when bubblewrap had this pid (it ends the sandbox).
         const bool passed = std::find(std::begin(kPassedOn), std::end(kPassedOn), sig) != std::end(kPassedOn);
-        kill(passed ? posix::signal_target(runner, true) : runner, sig);
+        kill(passed ? posix::signal_target(runner, true) : runner, static_cast<int>(sig));
     }
     char word = 0;
     const bool stage_checked = checked[0] >= 0 && read(checked[0], &word, 1) == 1 && word == 'C';
     if (!stage_checked) backstop.finish(spared);
-    linux_runner::end_as(status);
+    if (WIFEXITED(status)) _exit(WEXITSTATUS(status));
+    posix::die_of(WTERMSIG(status));
 }
 
 }  // namespace dsh::git_front

@@ -22,6 +22,7 @@
 #include "cgroup.hpp"
 #include "git_front.hpp"
 #include "landlock.hpp"
+#include "raw_syscall.hpp"
 
 namespace dsh::platform {
 
@@ -88,7 +89,16 @@ int exec_bwrap(const ConfinedArgv& confined, const SandboxPolicy& policy) {
 class GitEndCheck : public EndCheck {
 public:
     explicit GitEndCheck(const std::vector<std::string>& gitdirs) : backstop_(gitdirs) {}
-    void finish() const override { backstop_.finish(); }
+    // Nothing ends this process in the middle of the check: a signal waits until it is done
+    // (then acts as it would have; 32 and 33 too, by the kernel's mask).
+    void finish() const override {
+        sigset_t all, was;
+        sigfillset(&all);
+        all.__val[0] = ~0UL;
+        linux_sys::call_with(SYS_rt_sigprocmask, SIG_BLOCK, &all, &was, sizeof all.__val[0]);
+        backstop_.finish();
+        linux_sys::call_with(SYS_rt_sigprocmask, SIG_SETMASK, &was, nullptr, sizeof was.__val[0]);
+    }
 
 private:
     git_front::Backstop backstop_;

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -523,6 +524,38 @@ TEST_F(ProtectedPathsFound, MissingTargetsAreMadeWithTheirParentsAndTheReaderRea
     tmp.file("bare.git/config", "[core]\n\tbare = true\n\thooksPath = custom-hooks\n");
     plan = plan_git_protection({bare}, GitMode::Protect, defaults);
     EXPECT_TRUE(has(plan.readOnly, bare + "/custom-hooks")) << ::testing::PrintToString(plan.readOnly);
+}
+
+// Red team pass 14: what a config names is found as git finds it. `~/` is the home directory; a
+// backslash before CRLF continues the line and unquoted whitespace inside a value is a space; a
+// `..` is taken after the components before it (the directory it leaves is kept in place); and
+// each link of a symlink chain on the way is kept in place, not only the first.
+TEST_F(ProtectedPathsFound, PathsInTheConfigAreFoundAsGitFindsThem) {
+    const auto has = [](const std::vector<std::string>& list, const std::string& path) {
+        return std::find(list.begin(), list.end(), path) != list.end();
+    };
+    const std::string ws = tmp.dir("ws");
+    repository("ws/.git");
+    tmp.dir("ws/conf/x");
+    tmp.dir("ws/tools/hooks");
+    std::filesystem::create_symlink("l2", ws + "/.husky");
+    std::filesystem::create_symlink("tools/hooks", ws + "/l2");
+    const char* home = std::getenv("HOME");
+    const std::string saved = home ? home : "";
+    setenv("HOME", ws.c_str(), 1);
+    tmp.file("ws/.git/config", "[core]\n\thooksPath = .husky\n[include]\n\tpath = ~/home.inc\n"
+                               "\tpath = ../conf/lo\\\r\ncal.inc\n\tpath = ../conf/a\tb.inc\n\tpath = ../conf/x/../up.inc\n");
+    const GitPlan plan = plan_git_protection({ws}, GitMode::Protect, defaults);
+    if (home) setenv("HOME", saved.c_str(), 1);
+    else unsetenv("HOME");
+    EXPECT_TRUE(has(plan.madeFiles, ws + "/home.inc")) << ::testing::PrintToString(plan.madeFiles);
+    EXPECT_TRUE(has(plan.madeFiles, ws + "/conf/local.inc"));
+    EXPECT_TRUE(has(plan.madeFiles, ws + "/conf/a b.inc"));
+    EXPECT_TRUE(has(plan.madeFiles, ws + "/conf/up.inc"));
+    EXPECT_TRUE(has(plan.keptInPlace, ws + "/conf/x")) << ::testing::PrintToString(plan.keptInPlace);
+    EXPECT_TRUE(has(plan.keptInPlace, ws + "/.husky"));
+    EXPECT_TRUE(has(plan.keptInPlace, ws + "/l2"));
+    EXPECT_TRUE(has(plan.readOnly, ws + "/tools/hooks")) << ::testing::PrintToString(plan.readOnly);
 }
 
 // A submodule a call took out of .gitmodules is still found through its git directory, whose
