@@ -437,9 +437,9 @@ int supervise_and_report(const Planned& planned, const std::vector<std::string>&
     // sandbox is gone, whatever ended it (a process group's SIGTERM kills bubblewrap, the stage with it).
     const std::unique_ptr<platform::EndCheck> end_check =
         planned.plan.confined ? platform::record_end_check(*planned.plan.confined) : nullptr;
+    if (end_check) options.afterTree = [&end_check] { end_check->finish(); };
     const posix::SupervisedRun outcome =
         posix::supervise(spawn_argv, options, [&](std::string_view chunk) { classifier.feed(chunk); });
-    if (end_check) end_check->finish();
     if (outcome.endedBySignal) {
         // A signal dsh-confine would have died of: the tree is gone and checked; now as before.
         if (proof.tempDir) platform::remove_run_temp_dir(*proof.tempDir);

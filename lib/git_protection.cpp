@@ -422,6 +422,13 @@ private:
             // inside it is named so), `~USER/` another user's, `%(prefix)/` git's own.
             std::string value = entry.value;
             if (value.rfind("%(prefix)/", 0) == 0) continue;
+            // /proc/self/... is git's own process's, not this one's: not known here.
+            if (value.rfind("/proc/", 0) == 0) {
+                if (!proc_paths_) plan_.notes.push_back("git: a hooks path or include written /proc/... in the config is not "
+                                                        "followed, nor protected where it names the workspace");
+                proc_paths_ = true;
+                continue;
+            }
             if (value == "~" || value.rfind("~/", 0) == 0) {
                 const char* home = std::getenv("HOME");
                 if (home == nullptr || *home != '/') continue;  // git cannot expand it either
@@ -437,9 +444,15 @@ private:
             const std::optional<fs::path> target = made_along(base, written.relative_path(), hooks);
             // Each included file read once, and so many at most: a file that includes itself a
             // thousand times (git stops at its depth) costs one read.
-            if (include && target && depth < kMaxIncludeDepth && included_.size() < kMaxIncludedFiles &&
-                fs::is_regular_file(*target, ec) && included_.insert(target->string()).second)
-                config_targets(*target, hooks_base, depth + 1);
+            if (!include || !target || depth >= kMaxIncludeDepth || !fs::is_regular_file(*target, ec) ||
+                included_.count(target->string()) != 0)
+                continue;
+            if (included_.size() >= kMaxIncludedFiles) {
+                bounded("more than " + std::to_string(kMaxIncludedFiles) + " included config files");
+                continue;
+            }
+            included_.insert(target->string());
+            config_targets(*target, hooks_base, depth + 1);
         }
     }
 
@@ -609,7 +622,8 @@ private:
     std::set<std::string> included_;        // the included config files read (config_targets)
     std::set<std::string> submodule_checkouts_;  // submodules' checkouts, each looked at once
     bool named_users_ = false;                   // the note on ~USER/ paths given
-    static constexpr std::size_t kMaxIncludedFiles = 64;
+    bool proc_paths_ = false;                    // the note on /proc/ paths given
+    static constexpr std::size_t kMaxIncludedFiles = 1024;
 };
 
 }  // namespace

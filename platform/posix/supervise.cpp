@@ -1159,6 +1159,8 @@ SupervisedRun supervise(std::vector<std::string> argv, const SuperviseOptions& o
     else if (!direct)
         while (waitpid(pid, &wait_status, 0) < 0 && errno == EINTR) {
         }
+    // Still watching: a signal that comes meanwhile waits, and is dropped with the rest.
+    if (options.afterTree) options.afterTree();
     signals.stop();
     close_pipes();
 

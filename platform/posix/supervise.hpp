@@ -120,6 +120,9 @@ struct SuperviseOptions {
     // so the caller may read what comes after. -1: none.
     int watchFd = -1;
     std::function<void(std::string_view)> onWatched;
+    // Called once the command's tree is gone, before dsh-confine takes its signals back: what
+    // it does cannot be cut short by one (run's end-of-call git check).
+    std::function<void()> afterTree;
 };
 
 // Runs argv and watches it. Between dsh-confine and the runner sits a keeper process, the

@@ -544,7 +544,8 @@ TEST_F(ProtectedPathsFound, PathsInTheConfigAreFoundAsGitFindsThem) {
     const std::string saved = home ? home : "";
     setenv("HOME", ws.c_str(), 1);
     tmp.file("ws/.git/config", "[core]\n\thooksPath = .husky\n[include]\n\tpath = ~/home.inc\n"
-                               "\tpath = ../conf/lo\\\r\ncal.inc\n\tpath = ../conf/a\tb.inc\n\tpath = ../conf/x/../up.inc\n");
+                               "\tpath = ../conf/lo\\\r\ncal.inc\n\tpath = ../conf/a\tb.inc\n\tpath = ../conf/x/../up.inc\n"
+                               "\tpath = /proc/self/cwd/p.inc\n");
     const GitPlan plan = plan_git_protection({ws}, GitMode::Protect, defaults);
     if (home) setenv("HOME", saved.c_str(), 1);
     else unsetenv("HOME");
@@ -556,6 +557,9 @@ TEST_F(ProtectedPathsFound, PathsInTheConfigAreFoundAsGitFindsThem) {
     EXPECT_TRUE(has(plan.keptInPlace, ws + "/.husky"));
     EXPECT_TRUE(has(plan.keptInPlace, ws + "/l2"));
     EXPECT_TRUE(has(plan.readOnly, ws + "/tools/hooks")) << ::testing::PrintToString(plan.readOnly);
+    EXPECT_TRUE(std::any_of(plan.notes.begin(), plan.notes.end(), [](const std::string& note) {
+        return note.find("/proc/") != std::string::npos;
+    })) << ::testing::PrintToString(plan.notes);
 }
 
 // A submodule a call took out of .gitmodules is still found through its git directory, whose
