@@ -458,6 +458,19 @@ TEST_P(GitLayouts, ASymlinkPlantedDeepInLogsIsRemoved) {
     EXPECT_FALSE(fs::is_symlink(ws + "/.git/logs/refs/heads/main"));
     git({"commit", "-q", "--allow-empty", "-m", "two"}, ws);
     EXPECT_EQ(read_file(victim), "keep\n") << "host git wrote through a planted symlink";
+
+    // Deeper than the walk looks (red team pass 14: 05), on the branch HEAD then names: the
+    // reflog of HEAD's branch is always looked at.
+    std::string branch = "refs/heads";
+    for (int i = 0; i < 40; ++i) branch += "/d" + std::to_string(i);
+    branch += "/br";
+    const e2e::Result deep = confined("mkdir -p .git/$(dirname " + branch + ") .git/logs/$(dirname " + branch +
+                                      ") && cp .git/refs/heads/main .git/" + branch + " && ln -s " + victim +
+                                      " .git/logs/" + branch + " && printf 'ref: " + branch + "\\n' > .git/HEAD");
+    EXPECT_EQ(deep.status, 0) << deep.err;
+    EXPECT_FALSE(fs::is_symlink(ws + "/.git/logs/" + branch));
+    git({"commit", "-q", "--allow-empty", "-m", "three"}, ws);
+    EXPECT_EQ(read_file(victim), "keep\n") << "host git wrote through a symlink planted deep in logs/";
 }
 
 // What the config points at that is missing when the call is planned (husky's gitignored
