@@ -423,7 +423,7 @@ private:
             std::string value = entry.value;
             if (value.rfind("%(prefix)/", 0) == 0) continue;
             // /proc/self/... is git's own process's, not this one's: not known here.
-            if (value.rfind("/proc/", 0) == 0) {
+            if (value.rfind("/proc/", 0) == 0) {  // portability: compared, not opened
                 if (!proc_paths_) plan_.notes.push_back("git: a hooks path or include written /proc/... in the config is not "
                                                         "followed, nor protected where it names the workspace");
                 proc_paths_ = true;
