@@ -80,7 +80,10 @@ std::vector<ConfigEntry> read_git_config(const fs::path& file) {
     std::ifstream in(file, std::ios::binary);
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     // Git reads a CR before a LF as nothing: a backslash before CRLF continues a line.
-    for (std::size_t cr = text.find("\r\n"); cr != std::string::npos; cr = text.find("\r\n", cr)) text.erase(cr, 1);
+    std::size_t kept = 0;  // one pass: each character moves at most once, back
+    for (std::size_t i = 0; i < text.size(); ++i)
+        if (text[i] != '\r' || i + 1 >= text.size() || text[i + 1] != '\n') text[kept++] = text[i];
+    text.resize(kept);
     std::size_t at = text.rfind("\xef\xbb\xbf", 0) == 0 ? 3 : 0;  // a UTF-8 byte order mark, which git skips
     std::string section, subsection;
     const auto blank = [&] { return at < text.size() && (text[at] == ' ' || text[at] == '\t' || text[at] == '\r'); };
