@@ -621,12 +621,20 @@ TEST_P(GitSignals, ACallEndedFromOutsideStillLeavesTheRepositoryValid) {
     // Signals neither dsh-confine nor `run` passes on, sent to it alone (red team pass 13: 02): a
     // fault's (SIGABRT, as a watchdog sends it), a timer's, a real-time one. The call ends as it
     // would have, once the repository is checked.
-    for (const auto& [sig, number] : {std::pair<const char*, int>{"ABRT", SIGABRT}, {"ALRM", SIGALRM}, {"40", 40}}) {
+    for (const auto& [sig, number] :
+         {std::pair<const char*, int>{"ABRT", SIGABRT}, {"ALRM", SIGALRM}, {"33", 33}, {"40", 40}}) {
         const e2e::Result other = ended("", std::string("kill -") + sig + " $p");
         EXPECT_EQ(other.out, std::to_string(128 + number) + "\n") << sig << ": " << other.err;
         expect_git_untouched(std::string("signal ") + sig);
         for (const char* name : {"objects", "refs", "HEAD", "config", "sub/ready"}) fs::remove_all(ws + "/" + name);
     }
+    // A second signal while the check is slow (red team pass 14: 04: many names to remove
+    // first): the check is done before it acts. Whenever it lands, the repository is valid.
+    const e2e::Result twice = ended("timeout 60", "kill -TERM $p; sleep 0.3; kill -TERM $p",
+                                    "mkdir -p .git/remotes && (cd .git/remotes && seq 20000 | xargs touch); ");
+    EXPECT_EQ(twice.out, std::to_string(128 + SIGTERM) + "\n") << twice.err;
+    expect_git_untouched("a second signal during the check");
+    for (const char* name : {"objects", "refs", "HEAD", "config", "sub/ready"}) fs::remove_all(ws + "/" + name);
     // Started with stdin and stdout closed (red team pass 13: 03): the descriptors the check
     // records are not the ones /dev/null is put on.
     const e2e::Result closed = ended("", "kill -TERM $p", "", "<&- >&-");
