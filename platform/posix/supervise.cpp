@@ -6,6 +6,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
@@ -460,13 +461,14 @@ int numbers_in(const char* text, long* into, int most) noexcept {
     bool digit = false;
     for (const char* c = text;; ++c) {
         if (*c >= '0' && *c <= '9') {
-            value = value * 10 + (*c - '0');
+            // Past what a long holds (a number in /proc/N/stat no caller reads): kept at the top.
+            value = value > (LONG_MAX - 9) / 10 ? LONG_MAX : value * 10 + (*c - '0');
             digit = true;
         } else {
             if (digit && count < most) into[count++] = value;
             value = 0;
             digit = false;
-            if (*c == '\0') return count;
+            if (*c == '\0' || count == most) return count;
         }
     }
 }
