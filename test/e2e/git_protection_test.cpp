@@ -224,6 +224,25 @@ protected:
         if (git({"-c", "protocol.file.allow=always", "submodule", "add", "-q", lib, "vendor/lib"}, ws).status != 0) return false;
         return git({"commit", "-q", "-m", "submodule"}, ws).status == 0;
     }
+    // Submodule sub/lib; a first call changes .gitmodules with `first`; a second points the
+    // submodule's .git file at a git directory it made, whose config names a program: the .git
+    // file must be unchanged and the host's git run nothing.
+    void expect_submodule_kept(const std::string& first) {
+        const std::string lib = base / "lib";
+        make_dir(lib);
+        git({"init", "-q", "-b", "main", "."}, lib);
+        git({"commit", "-q", "--allow-empty", "-m", "x"}, lib);
+        ASSERT_EQ(git({"-c", "protocol.file.allow=always", "submodule", "add", "-q", lib, "sub/lib"}, ws).status, 0);
+        git({"commit", "-q", "-m", "submodule"}, ws);
+        ASSERT_EQ(confined(first).status, 0);
+        const e2e::Result call = confined(
+            "mkdir -p e && cp -r .git/modules/sub/lib/. e/ && printf '[core]\\n\\tfsmonitor = " + evil + "\\n' >> e/config; "
+            "echo 'gitdir: ../../e' > sub/lib/.git; exit 0");
+        EXPECT_EQ(call.status, 0) << call.err;
+        EXPECT_EQ(read_file(ws + "/sub/lib/.git"), "gitdir: ../../.git/modules/sub/lib\n");
+        git({"status"}, ws);
+        EXPECT_FALSE(exists(sentinel));
+    }
 };
 
 TEST_P(GitLayouts, ASubmodulesGitDirectoryAndGitFileStayTheRepositorys) {
@@ -516,42 +535,15 @@ TEST_P(GitLayouts, ABranchesDirectoryTheCommandMakesIsRemoved) {
     expect_git_untouched("branches");
 }
 
-// .gitmodules read as git reads it: a call that rewrites it (comments, quotes) cannot make the
-// next call's plan drop a submodule's .git file.
+// A call that rewrites .gitmodules (comments, quotes: read as git reads it) or takes the
+// submodule out of it (red team pass 11: 05; still found through its git directory's
+// core.worktree) cannot make the next call's plan drop the submodule's .git file.
 TEST_P(GitLayouts, ARewrittenGitmodulesStillNamesTheSubmodule) {
-    const std::string lib = base / "lib";
-    make_dir(lib);
-    git({"init", "-q", "-b", "main", "."}, lib);
-    git({"commit", "-q", "--allow-empty", "-m", "x"}, lib);
-    ASSERT_EQ(git({"-c", "protocol.file.allow=always", "submodule", "add", "-q", lib, "sub/lib"}, ws).status, 0);
-    git({"commit", "-q", "-m", "submodule"}, ws);
-    ASSERT_EQ(confined("sed -i 's|path = sub/lib|path = \"sub/lib\" ; moved|' .gitmodules").status, 0);
-    const e2e::Result call = confined(
-        "mkdir -p e && cp -r .git/modules/sub/lib/. e/ && printf '[core]\\n\\tfsmonitor = " + evil + "\\n' >> e/config; "
-        "echo 'gitdir: ../../e' > sub/lib/.git; exit 0");
-    EXPECT_EQ(call.status, 0) << call.err;
-    EXPECT_EQ(read_file(ws + "/sub/lib/.git"), "gitdir: ../../.git/modules/sub/lib\n");
-    git({"status"}, ws);
-    EXPECT_FALSE(exists(sentinel));
+    expect_submodule_kept("sed -i 's|path = sub/lib|path = \"sub/lib\" ; moved|' .gitmodules");
 }
 
-// A call that takes a submodule out of .gitmodules: the next call still finds it through its git
-// directory (core.worktree), and its .git file stays read-only (red team pass 11: 05).
 TEST_P(GitLayouts, ASubmoduleTakenOutOfGitmodulesStaysProtected) {
-    const std::string lib = base / "lib";
-    make_dir(lib);
-    git({"init", "-q", "-b", "main", "."}, lib);
-    git({"commit", "-q", "--allow-empty", "-m", "x"}, lib);
-    ASSERT_EQ(git({"-c", "protocol.file.allow=always", "submodule", "add", "-q", lib, "sub/lib"}, ws).status, 0);
-    git({"commit", "-q", "-m", "submodule"}, ws);
-    ASSERT_EQ(confined("git config -f .gitmodules --remove-section submodule.sub/lib").status, 0);
-    const e2e::Result call = confined(
-        "mkdir -p e && cp -r .git/modules/sub/lib/. e/ && printf '[core]\\n\\tfsmonitor = " + evil + "\\n' >> e/config; "
-        "echo 'gitdir: ../../e' > sub/lib/.git; exit 0");
-    EXPECT_EQ(call.status, 0) << call.err;
-    EXPECT_EQ(read_file(ws + "/sub/lib/.git"), "gitdir: ../../.git/modules/sub/lib\n");
-    git({"status"}, ws);
-    EXPECT_FALSE(exists(sentinel));
+    expect_submodule_kept("git config -f .gitmodules --remove-section submodule.sub/lib");
 }
 
 // A writable root that is itself a git directory (a .git given as a root, a bare repository).
