@@ -9,7 +9,6 @@
 #include <sstream>
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -54,10 +53,6 @@ struct Start {
     int checkedWrite;
     sigset_t mask;  // the caller's, for bubblewrap
 };
-
-// The stack of a clone that shares this memory until its execve: a few hundred bytes are used.
-constexpr std::size_t kStartStack = std::size_t{64} * 1024;
-constexpr std::size_t kGuard = 4096;
 
 // Becomes bubblewrap: system calls only (it may share the front's memory, as posix_spawn's child
 // does). It dies with the front (a front killed by SIGKILL cannot pass that on; bubblewrap's
@@ -147,18 +142,11 @@ void hold(const Backstop& backstop, std::vector<std::string> argv, const Launche
     // AddressSanitizer a forked copy. The hosts network's launcher starts the proxy first, C++
     // that allocates: a forked copy.
     pid_t runner = -1;
-    void* stack = MAP_FAILED;
-    if (!launcher && linux_sys::kClonesShareMemory) {
-        stack = mmap(nullptr, kStartStack + kGuard, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-        if (stack != MAP_FAILED) {
-            mprotect(stack, kGuard, PROT_NONE);
-            runner = clone(exec_bubblewrap, static_cast<char*>(stack) + kGuard + kStartStack, CLONE_VM | CLONE_VFORK | SIGCHLD,
-                           &start);
-        }
+    if (!launcher) {
+        runner = linux_runner::start_sharing_memory(exec_bubblewrap, &start);
     } else {
         runner = fork();
         if (runner == 0) {
-            if (!launcher) exec_bubblewrap(&start);
             linux_sys::call_with(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
             if (getppid() != start.front) _exit(125);
             if (checked[1] >= 0) fcntl(checked[1], F_SETFD, 0);
@@ -169,7 +157,6 @@ void hold(const Backstop& backstop, std::vector<std::string> argv, const Launche
         }
     }
     const int started = errno;
-    if (stack != MAP_FAILED) munmap(stack, kStartStack + kGuard);  // the clone has executed bubblewrap, or ended
     if (checked[1] >= 0) close(checked[1]);
     if (runner < 0) {
         std::fprintf(stderr, "dsh-confine: error: RUNNER_EXEC: cannot start bubblewrap behind dsh-confine: %s\n",

@@ -439,6 +439,22 @@ constexpr std::size_t kGuard = 4096;
 
 }  // namespace
 
+pid_t start_sharing_memory(int (*fn)(void*), void* arg) {
+    if (!linux_sys::kClonesShareMemory) {
+        const pid_t child = fork();
+        if (child == 0) _exit(fn(arg));
+        return child;
+    }
+    void* stack = mmap(nullptr, kBehindStack + kGuard, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    if (stack == MAP_FAILED) return -1;
+    mprotect(stack, kGuard, PROT_NONE);
+    const pid_t child = clone(fn, static_cast<char*>(stack) + kGuard + kBehindStack, CLONE_VM | CLONE_VFORK | SIGCHLD, arg);
+    const int error = errno;
+    munmap(stack, kBehindStack + kGuard);  // the clone has executed its program, or ended
+    errno = error;
+    return child;
+}
+
 int run_in_front(const Launch& launch) {
     sigset_t all, before;
     sigfillset(&all);
@@ -449,24 +465,8 @@ int run_in_front(const Launch& launch) {
     child_default.sa_handler = SIG_DFL;
     Behind behind{&launch, getpid(), before, {}};
     sigaction(SIGCHLD, &child_default, &behind.childSignal);
-    // Started as `run` starts its runner: a clone that shares this memory while this process
-    // waits for its execve (no page table copied, no copy-on-write fault on either side after),
-    // or under AddressSanitizer a forked copy.
-    pid_t child = -1;
-    void* stack = MAP_FAILED;
-    if (linux_sys::kClonesShareMemory) {
-        stack = mmap(nullptr, kBehindStack + kGuard, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-        if (stack != MAP_FAILED) {
-            mprotect(stack, kGuard, PROT_NONE);
-            child = clone(behind_front, static_cast<char*>(stack) + kGuard + kBehindStack, CLONE_VM | CLONE_VFORK | SIGCHLD,
-                          &behind);
-        }
-    } else {
-        child = fork();
-        if (child == 0) behind_front(&behind);
-    }
+    const pid_t child = start_sharing_memory(behind_front, &behind);
     const int started = errno;
-    if (stack != MAP_FAILED) munmap(stack, kBehindStack + kGuard);  // the clone has executed the command, or ended
     if (child < 0) {
         sigaction(SIGCHLD, &behind.childSignal, nullptr);
         sigprocmask(SIG_SETMASK, &before, nullptr);

@@ -112,4 +112,10 @@ bool stands_in_front();
 // with the status of that failure (its message written).
 int run_in_front(const Launch& launch);
 
+// Starts `fn(arg)` in a new process as `run` starts its runner: a clone that shares this
+// memory, on a stack of its own, while this process waits for its execve or its end (no page
+// table copied; `fn` makes system calls only), or under AddressSanitizer a forked copy. The
+// child's pid, or -1 with errno set.
+pid_t start_sharing_memory(int (*fn)(void*), void* arg);
+
 }  // namespace dsh::linux_runner
